@@ -1,0 +1,51 @@
+"""Seed the bundled reference catalog (service/data/gpus.csv and prices.csv) as revision 1.
+
+The data is read from the installed package, never from outside the repository. Later
+refreshes arrive as new price observations (``POST /v1/prices``, ``gpuplan catalog import``)
+or new migrations; observations are append-only, so re-seeding never rewrites history.
+
+Revision ID: 0002
+Revises: 0001
+Create Date: 2026-11-29
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from alembic import op
+
+from service.store.csv_format import bundled_text, parse_gpus_csv, parse_prices_csv
+from service.store.models import CatalogStateRow, GpuRow, PricePointRow
+from service.store.rows import gpu_to_row_values, price_to_row_values
+
+revision = "0002"
+down_revision = "0001"
+branch_labels = None
+depends_on = None
+
+SEED_REVISION = 1
+
+
+def upgrade() -> None:
+    now = datetime.now(UTC)
+    gpus = parse_gpus_csv(bundled_text("gpus.csv"))
+    prices = parse_prices_csv(bundled_text("prices.csv"), ingested_at=now)
+    op.bulk_insert(
+        GpuRow.__table__,  # type: ignore[arg-type]
+        [gpu_to_row_values(g, revision=SEED_REVISION, updated_at=now) for g in gpus],
+    )
+    op.bulk_insert(
+        PricePointRow.__table__,  # type: ignore[arg-type]
+        [price_to_row_values(p, revision=SEED_REVISION, ingested_at=now) for p in prices],
+    )
+    op.execute(
+        sa.update(CatalogStateRow)
+        .where(CatalogStateRow.id == 1)
+        .values(revision=SEED_REVISION, updated_at=now)
+    )
+
+
+def downgrade() -> None:
+    raise RuntimeError("the seed catalog is append-only history; restore from a backup instead")
