@@ -1,0 +1,1 @@
+"""Plan cache: Redis when configured, a bounded in-process LRU otherwise (same Protocol)."""

@@ -1,0 +1,1 @@
+"""Structured logs, request context and Prometheus metrics."""

@@ -1,0 +1,144 @@
+"""Catalog use cases: browse GPUs and prices, replace a GPU spec, ingest price observations."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from service.domain.catalog import (
+    CatalogSnapshot,
+    GpuSpec,
+    PricePoint,
+    cheapest_by_provider,
+    normalize_name,
+)
+from service.store.repositories import (
+    CatalogRepository,
+    CatalogSummary,
+    IngestResult,
+    PricePage,
+    PriceQuery,
+    PutGpuResult,
+)
+from service.usecases.catalog_state import CatalogState
+from service.usecases.errors import with_database
+
+MAX_INGEST_ROWS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class GpuFilter:
+    vendor: str | None = None
+    min_memory_gb: float | None = None
+    has_nvlink: bool | None = None
+    form_factor: str | None = None
+
+    def accepts(self, gpu: GpuSpec) -> bool:
+        if self.vendor is not None and gpu.vendor.lower() != self.vendor.lower():
+            return False
+        if self.min_memory_gb is not None and gpu.memory_gb < self.min_memory_gb:
+            return False
+        if self.has_nvlink is not None and gpu.has_nvlink != self.has_nvlink:
+            return False
+        return self.form_factor is None or gpu.form_factor.lower() == self.form_factor.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class GpuListing:
+    gpu: GpuSpec
+    cheapest_on_demand: dict[str, PricePoint]
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogRead:
+    """Anything read from the catalog snapshot, with the revision and freshness it had."""
+
+    revision: int
+    stale: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GpuList(CatalogRead):
+    gpus: tuple[GpuListing, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GpuDetail(CatalogRead):
+    listing: GpuListing
+
+
+class CatalogService:
+    def __init__(
+        self,
+        repo: CatalogRepository,
+        state: CatalogState,
+        clock: Callable[[], datetime],
+        *,
+        timeout_s: float = 2.0,
+    ) -> None:
+        self._repo = repo
+        self._state = state
+        self._clock = clock
+        self._timeout = timeout_s
+
+    @property
+    def state(self) -> CatalogState:
+        return self._state
+
+    @property
+    def backend(self) -> str:
+        return self._repo.backend
+
+    async def ping(self) -> None:
+        await self._repo.ping()
+
+    async def list_gpus(self, flt: GpuFilter) -> GpuList:
+        view = await self._state.current()
+        snap = view.snapshot
+        listings = tuple(_listing(snap, g) for g in snap.gpus if flt.accepts(g))
+        return GpuList(revision=snap.revision, stale=view.stale, gpus=listings)
+
+    async def get_gpu(self, name: str) -> GpuDetail:
+        view = await self._state.current()
+        gpu = view.snapshot.resolve_gpu(name, field_name="id")
+        return GpuDetail(
+            revision=view.snapshot.revision, stale=view.stale, listing=_listing(view.snapshot, gpu)
+        )
+
+    async def put_gpu(self, gpu: GpuSpec) -> PutGpuResult:
+        result = await with_database(
+            self._repo.put_gpu(gpu, self._clock()), self._timeout, "replacing a GPU"
+        )
+        self._state.advance(result.revision)
+        return result
+
+    async def price_history(self, name: str, query: PriceQuery) -> tuple[str, PricePage]:
+        view = await self._state.current()
+        gpu = view.snapshot.resolve_gpu(name, field_name="id")
+        page = await with_database(
+            self._repo.price_history(gpu.id, query), self._timeout, "reading price history"
+        )
+        return gpu.id, page
+
+    async def ingest(self, points: Sequence[PricePoint]) -> IngestResult:
+        """Append observations (ids or aliases accepted), all or nothing, idempotently."""
+        view = await self._state.current()
+        index = view.snapshot.alias_index
+        resolved = [
+            replace(p, gpu_id=index.get(normalize_name(p.gpu_id), p.gpu_id)) for p in points
+        ]
+        result = await with_database(
+            self._repo.ingest_prices(resolved, self._clock()),
+            max(self._timeout, 30.0),
+            "ingesting prices",
+        )
+        self._state.advance(result.revision)
+        return result
+
+    async def summary(self) -> CatalogSummary:
+        return await with_database(self._repo.summary(), self._timeout, "reading the catalog")
+
+
+def _listing(snapshot: CatalogSnapshot, gpu: GpuSpec) -> GpuListing:
+    return GpuListing(gpu=gpu, cheapest_on_demand=cheapest_by_provider(snapshot.prices, gpu.id))

@@ -1,0 +1,179 @@
+"""The in-memory catalog snapshot every read and plan is answered from.
+
+Why a snapshot: plans and catalog reads need the whole catalog (a few hundred rows), and
+answering them from memory keeps them fast and keeps them working while the database is away.
+
+Freshness rules:
+- A write made through this process advances ``known_revision`` before its response is sent,
+  so the next read in this process reloads first: once a write's answer is out, no answer from
+  this process uses an older revision.
+- Other processes' writes are noticed by a background poll of the revision (every
+  ``refresh_interval_s``; one indexed single-row read).
+- When the database is unreachable, the last snapshot keeps answering and ``stale`` is True;
+  with no snapshot at all, ``CatalogUnavailable`` (HTTP 503 with Retry-After).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime
+
+from service.domain.catalog import CatalogSnapshot
+from service.store.repositories import CatalogRepository
+from service.usecases.errors import ServiceUnavailable
+
+log = logging.getLogger("gpuplan.catalog")
+
+_AS_OF_CACHE = 32
+
+
+class CatalogUnavailable(ServiceUnavailable):
+    """The database is unreachable and no snapshot has been loaded yet."""
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotView:
+    snapshot: CatalogSnapshot
+    stale: bool
+
+
+class CatalogState:
+    def __init__(
+        self,
+        repo: CatalogRepository,
+        *,
+        refresh_interval_s: float = 1.0,
+        timeout_s: float = 2.0,
+    ) -> None:
+        self._repo = repo
+        self._interval = refresh_interval_s
+        self._timeout = timeout_s
+        self._snapshot: CatalogSnapshot | None = None
+        self._known_revision = -1
+        self._database_ok = False
+        self._last_error: str | None = None
+        self._reload_lock = asyncio.Lock()
+        self._as_of: OrderedDict[tuple[int, datetime], CatalogSnapshot] = OrderedDict()
+        self._task: asyncio.Task[None] | None = None
+
+    # ---- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load the first snapshot (a failure is logged, not raised) and start polling."""
+        try:
+            await self._reload()
+        except Exception as exc:  # noqa: BLE001 - any driver error means "not loaded yet"
+            self._mark_down(exc)
+        self._task = asyncio.create_task(self._poll_forever(), name="catalog-refresh")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    # ---- queries -----------------------------------------------------------------------
+
+    @property
+    def database_ok(self) -> bool:
+        return self._database_ok
+
+    @property
+    def last_error(self) -> str | None:
+        return self._last_error
+
+    @property
+    def loaded_revision(self) -> int | None:
+        return None if self._snapshot is None else self._snapshot.revision
+
+    async def current(self) -> SnapshotView:
+        """The newest snapshot this process knows of (reloading first when a newer revision
+        is known), or the last one marked stale when the database cannot be reached."""
+        snapshot = self._snapshot
+        if snapshot is None or snapshot.revision < self._known_revision:
+            try:
+                snapshot = await self._reload()
+            except Exception as exc:
+                self._mark_down(exc)
+                if self._snapshot is None:
+                    raise CatalogUnavailable(
+                        "the catalog database is unreachable and no catalog is loaded yet"
+                    ) from exc
+                return SnapshotView(self._snapshot, stale=True)
+        return SnapshotView(snapshot, stale=not self._database_ok)
+
+    async def as_of(self, moment: datetime) -> SnapshotView:
+        """The catalog with prices as they were known at ``moment`` (GPU specs are current)."""
+        view = await self.current()
+        key = (view.snapshot.revision, moment)
+        cached = self._as_of.get(key)
+        if cached is not None:
+            self._as_of.move_to_end(key)
+            return SnapshotView(cached, view.stale)
+        try:
+            snapshot = await asyncio.wait_for(self._repo.snapshot(as_of=moment), self._timeout)
+        except Exception as exc:
+            self._mark_down(exc)
+            raise CatalogUnavailable(
+                "prices as of a past moment need the catalog database, which is unreachable"
+            ) from exc
+        self._as_of[key] = snapshot
+        while len(self._as_of) > _AS_OF_CACHE:
+            self._as_of.popitem(last=False)
+        return SnapshotView(snapshot, stale=False)
+
+    def advance(self, revision: int) -> None:
+        """Record that the catalog reached ``revision`` (called right after a committed write)."""
+        self._known_revision = max(self._known_revision, revision)
+
+    # ---- internals ---------------------------------------------------------------------
+
+    async def _reload(self) -> CatalogSnapshot:
+        async with self._reload_lock:
+            held = self._snapshot
+            if held is not None and held.revision >= self._known_revision and self._database_ok:
+                return held
+            snapshot = await asyncio.wait_for(self._repo.snapshot(), self._timeout)
+            self._snapshot = snapshot
+            self._known_revision = max(self._known_revision, snapshot.revision)
+            self._mark_up()
+            return snapshot
+
+    async def _poll_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            await self.poll_once()
+
+    async def poll_once(self) -> None:
+        """One refresh step: read the revision; reload if it moved; track database health."""
+        try:
+            revision = await asyncio.wait_for(self._repo.revision(), self._timeout)
+            self.advance(revision)
+            self._mark_up()
+            if self._snapshot is None or self._snapshot.revision < revision:
+                await self._reload()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            self._mark_down(exc)
+
+    def _mark_up(self) -> None:
+        if not self._database_ok:
+            log.info("catalog database reachable", extra={"event": "database_up"})
+        self._database_ok = True
+        self._last_error = None
+
+    def _mark_down(self, exc: BaseException) -> None:
+        why = type(exc).__name__ if isinstance(exc, TimeoutError) else f"{type(exc).__name__}"
+        if self._database_ok or self._last_error is None:
+            log.warning(
+                "catalog database unreachable; answering from the last snapshot",
+                extra={"event": "database_down", "error": why},
+            )
+        self._database_ok = False
+        self._last_error = why
