@@ -1,0 +1,1 @@
+"""HTTP edge: wire types, controllers, error mapping, middleware."""

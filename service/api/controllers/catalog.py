@@ -1,0 +1,189 @@
+"""Catalog endpoints: GPUs, price history, price ingest, catalog summary."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from litestar import Controller, Response, get, post, put
+from litestar.di import NamedDependency
+from litestar.params import Parameter
+from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
+
+from service.api.auth import admin_guard
+from service.api.headers import catalog_headers
+from service.api.schemas.catalog import (
+    CatalogOut,
+    GpuListOut,
+    GpuOut,
+    GpuSpecIn,
+    GpuWriteOut,
+    IngestOut,
+    PriceBatchIn,
+    PricePageOut,
+    PricingKindWire,
+)
+from service.domain.catalog import PricingKind
+from service.domain.errors import InvalidInput
+from service.store.repositories import PriceQuery
+from service.usecases.catalog import CatalogService, GpuFilter
+
+GPU_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
+
+
+class CatalogController(Controller):
+    path = "/v1"
+    tags = ("catalog",)
+
+    @get("/gpus", operation_id="listGpus", summary="List GPUs with current on-demand prices")
+    async def list_gpus(
+        self,
+        catalog: NamedDependency[CatalogService],
+        vendor: Annotated[
+            str | None, Parameter(max_length=64, description="e.g. NVIDIA, AMD, Intel")
+        ] = None,
+        min_memory_gb: Annotated[
+            float | None,
+            Parameter(ge=0, le=100_000, description="Memory per card at least this many GB."),
+        ] = None,
+        has_nvlink: Annotated[
+            bool | None,
+            Parameter(description="Only cards with (true) or without (false) a scale-up link."),
+        ] = None,
+        form_factor: Annotated[
+            str | None, Parameter(max_length=32, description="SXM, PCIe, OAM ...")
+        ] = None,
+    ) -> Response[GpuListOut]:
+        """All GPUs in the catalog, filtered, each with its cheapest current on-demand price per
+        provider (USD per GPU-hour)."""
+        result = await catalog.list_gpus(
+            GpuFilter(
+                vendor=vendor,
+                min_memory_gb=min_memory_gb,
+                has_nvlink=has_nvlink,
+                form_factor=form_factor,
+            )
+        )
+        body = GpuListOut(
+            catalog_revision=result.revision,
+            count=len(result.gpus),
+            gpus=[GpuOut.from_listing(g) for g in result.gpus],
+        )
+        return Response(body, headers=catalog_headers(result.revision, result.stale))
+
+    @get("/gpus/{gpu_id:str}", operation_id="getGpu", summary="One GPU by id or alias")
+    async def get_gpu(
+        self,
+        catalog: NamedDependency[CatalogService],
+        gpu_id: Annotated[
+            str, Parameter(max_length=128, description="GPU id or alias (case-insensitive).")
+        ],
+    ) -> Response[GpuOut]:
+        """One GPU by id or alias. An unknown name answers 404 with the closest ids."""
+        result = await catalog.get_gpu(gpu_id)
+        return Response(
+            GpuOut.from_listing(result.listing),
+            headers=catalog_headers(result.revision, result.stale),
+        )
+
+    @put(
+        "/gpus/{gpu_id:str}",
+        operation_id="putGpu",
+        summary="Create or replace a GPU spec (admin)",
+        guards=[admin_guard],
+        status_code=HTTP_200_OK,
+        security=[{"bearerAuth": []}],
+    )
+    async def put_gpu(
+        self,
+        catalog: NamedDependency[CatalogService],
+        gpu_id: Annotated[
+            str, Parameter(pattern=GPU_ID_PATTERN, description="Lowercase slug, e.g. h100-sxm.")
+        ],
+        data: GpuSpecIn,
+    ) -> Response[GpuWriteOut]:
+        """Creates the GPU (201) or replaces its whole spec (200); bumps the catalog revision."""
+        spec = data.to_domain(gpu_id)
+        result = await catalog.put_gpu(spec)
+        detail = await catalog.get_gpu(gpu_id)
+        body = GpuWriteOut(
+            created=result.created,
+            catalog_revision=result.revision,
+            gpu=GpuOut.from_listing(detail.listing),
+        )
+        return Response(
+            body,
+            status_code=HTTP_201_CREATED if result.created else HTTP_200_OK,
+            headers=catalog_headers(result.revision, False),
+        )
+
+    @get(
+        "/gpus/{gpu_id:str}/prices",
+        operation_id="listGpuPrices",
+        summary="Price history of one GPU",
+    )
+    async def list_prices(
+        self,
+        catalog: NamedDependency[CatalogService],
+        gpu_id: Annotated[str, Parameter(max_length=128, description="GPU id or alias.")],
+        provider: Annotated[str | None, Parameter(max_length=64)] = None,
+        region: Annotated[str | None, Parameter(max_length=64)] = None,
+        kind: PricingKindWire | None = None,
+        since: Annotated[
+            datetime | None, Parameter(description="Observed at or after (ISO 8601 with zone).")
+        ] = None,
+        until: Annotated[
+            datetime | None, Parameter(description="Observed at or before (ISO 8601 with zone).")
+        ] = None,
+        limit: Annotated[int, Parameter(ge=1, le=1000, description="Page size.")] = 100,
+        cursor: Annotated[
+            str | None, Parameter(max_length=256, description="`next_cursor` of the previous page.")
+        ] = None,
+    ) -> PricePageOut:
+        """Observations newest first, filtered; follow `next_cursor` for the next page."""
+        for name, moment in (("since", since), ("until", until)):
+            if moment is not None and moment.tzinfo is None:
+                raise InvalidInput(f"{name} needs a zone, e.g. 2026-06-01T00:00:00Z", field=name)
+        query = PriceQuery(
+            provider=provider,
+            region=region,
+            kind=PricingKind(kind) if kind else None,
+            since=since,
+            until=until,
+            limit=limit,
+            cursor=cursor,
+        )
+        resolved, page = await catalog.price_history(gpu_id, query)
+        return PricePageOut.from_domain(resolved, page)
+
+    @get("/catalog", operation_id="getCatalog", summary="Catalog revision and counts")
+    async def summary(self, catalog: NamedDependency[CatalogService]) -> CatalogOut:
+        """Current revision, counts and the newest price observation."""
+        return CatalogOut.from_domain(await catalog.summary())
+
+
+class PriceIngestController(Controller):
+    """Mounted on its own router so it can accept larger bodies than the rest of the API."""
+
+    path = "/v1"
+    tags = ("catalog",)
+
+    @post(
+        "/prices",
+        operation_id="ingestPrices",
+        summary="Bulk-ingest price observations (admin)",
+        guards=[admin_guard],
+        status_code=HTTP_200_OK,
+        security=[{"bearerAuth": []}],
+        opt={"ingest": True},
+    )
+    async def ingest_prices(
+        self, catalog: NamedDependency[CatalogService], data: PriceBatchIn
+    ) -> Response[IngestOut]:
+        """Up to 10,000 observations, all or nothing, idempotent on (gpu, provider, region,
+        kind, instance type, observed_at). Answers counts and the new catalog revision."""
+        points = [o.to_domain(i) for i, o in enumerate(data.observations)]
+        result = await catalog.ingest(points)
+        return Response(
+            IngestOut.from_domain(result), headers=catalog_headers(result.revision, False)
+        )

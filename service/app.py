@@ -1,0 +1,240 @@
+"""Application factory: ``create_app(settings) -> Litestar``.
+
+The lifespan owns every connection: the database engine (migrating an embedded SQLite file on
+first start), the plan cache (Redis or in-process), the catalog snapshot and its refresh task.
+Only this module and the CLI read settings; everything below receives plain values.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from litestar import Litestar, Response, Router, get
+from litestar.config.cors import CORSConfig
+from litestar.datastructures import State
+from litestar.di import NamedDependency, Provide
+from litestar.openapi.config import OpenAPIConfig
+from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
+from litestar.openapi.spec import Components, SecurityScheme
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service import __version__
+from service.api.auth import AdminKeys
+from service.api.controllers.catalog import CatalogController, PriceIngestController
+from service.api.controllers.health import HealthController
+from service.api.errors import EXCEPTION_HANDLERS
+from service.cache.base import PlanCache
+from service.cache.memory import MemoryPlanCache
+from service.cache.redis import RedisPlanCache
+from service.observability.metrics import CONTENT_TYPE, Metrics
+from service.observability.middleware import RequestContext
+from service.settings import Settings, redact_url
+from service.store.database import create_engine
+from service.store.migrate import current_revision, head_revision, upgrade
+from service.store.repositories import CatalogRepository
+from service.usecases.catalog import CatalogService
+from service.usecases.catalog_state import CatalogState
+
+log = logging.getLogger("gpuplan.app")
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class SchemaBehind(RuntimeError):
+    """The database schema is older than this build: run ``gpuplan migrate`` first."""
+
+
+@dataclass
+class Services:
+    """What the lifespan built; handlers reach it through named dependencies."""
+
+    settings: Settings
+    engine: AsyncEngine
+    repo: CatalogRepository
+    catalog_state: CatalogState
+    catalog: CatalogService
+    plan_cache: PlanCache
+    metrics: Metrics
+
+
+def _services(state: State) -> Services:
+    services: Services = state.services
+    return services
+
+
+def provide_catalog(state: State) -> CatalogService:
+    return _services(state).catalog
+
+
+def provide_plan_cache(state: State) -> PlanCache:
+    return _services(state).plan_cache
+
+
+def provide_metrics(state: State) -> Metrics:
+    return _services(state).metrics
+
+
+@get(
+    "/metrics",
+    operation_id="getMetrics",
+    summary="Prometheus metrics",
+    tags=["operations"],
+    media_type=CONTENT_TYPE,
+    include_in_schema=True,
+)
+async def metrics_endpoint(
+    metrics: NamedDependency[Metrics], catalog: NamedDependency[CatalogService]
+) -> Response[bytes]:
+    """Request counts and latency by route and status, solve durations, cache outcomes,
+    catalog revision and staleness, solver queue depth (Prometheus text format)."""
+    state = catalog.state
+    if state.loaded_revision is not None:
+        metrics.catalog_revision.set(state.loaded_revision)
+    metrics.catalog_stale.set(0 if state.database_ok else 1)
+    return Response(metrics.render(), media_type=CONTENT_TYPE)
+
+
+async def _prepare_schema(settings: Settings, engine: AsyncEngine) -> None:
+    """SQLite (embedded or explicit) is migrated in place; Postgres must already be at head
+    (``gpuplan migrate`` / the migration Job), else startup stops with that instruction. An
+    unreachable Postgres is not fatal: the service starts and reports itself unready."""
+    if settings.database_backend == "sqlite":
+        await upgrade(engine)
+        return
+    try:
+        at = await current_revision(engine)
+    except Exception as exc:  # noqa: BLE001 - outage at startup: start anyway, report unready
+        log.warning(
+            "database unreachable at startup; serving 503 until it answers",
+            extra={"event": "database_down", "error": type(exc).__name__},
+        )
+        return
+    head = head_revision()
+    if at != head:
+        raise SchemaBehind(
+            f"database schema is at {at or 'nothing'}, this build needs {head}: "
+            "run `gpuplan migrate`"
+        )
+
+
+def create_app(
+    settings: Settings,
+    *,
+    clock: Callable[[], datetime] = utc_now,
+    plan_cache: PlanCache | None = None,
+    cache_prefix: str = "gpuplan:",
+) -> Litestar:
+    """Build the application. ``plan_cache`` and ``cache_prefix`` let tests isolate caches."""
+    metrics = Metrics()
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        engine = create_engine(settings.database_url, timeout_s=settings.database_timeout_s)
+        cache = plan_cache or _build_cache(settings, cache_prefix)
+        try:
+            await _prepare_schema(settings, engine)
+            repo = CatalogRepository(engine)
+            state = CatalogState(
+                repo,
+                refresh_interval_s=settings.catalog_refresh_s,
+                timeout_s=settings.database_timeout_s,
+            )
+            await state.start()
+            app.state.services = Services(
+                settings=settings,
+                engine=engine,
+                repo=repo,
+                catalog_state=state,
+                catalog=CatalogService(repo, state, clock, timeout_s=settings.database_timeout_s),
+                plan_cache=cache,
+                metrics=metrics,
+            )
+            log.info(
+                "gpuplan started",
+                extra={
+                    "event": "startup",
+                    "version": __version__,
+                    "database": redact_url(settings.database_url),
+                    "cache": settings.cache_backend,
+                    "catalog_revision": state.loaded_revision,
+                },
+            )
+            try:
+                yield
+            finally:
+                await state.stop()
+        finally:
+            await cache.close()
+            await engine.dispose()
+
+    ingest_router = Router(
+        path="/",
+        route_handlers=[PriceIngestController],
+        request_max_body_size=settings.max_ingest_body_bytes,
+    )
+    app = Litestar(
+        route_handlers=[CatalogController, ingest_router, HealthController, metrics_endpoint],
+        lifespan=[lifespan],
+        dependencies={
+            "catalog": Provide(provide_catalog, sync_to_thread=False),
+            "plan_cache": Provide(provide_plan_cache, sync_to_thread=False),
+            "metrics": Provide(provide_metrics, sync_to_thread=False),
+        },
+        exception_handlers=EXCEPTION_HANDLERS,
+        request_max_body_size=settings.max_body_bytes,
+        cors_config=CORSConfig(allow_origins=list(settings.cors_origins))
+        if settings.cors_origins
+        else None,
+        openapi_config=openapi_config(),
+        state=State({"admin_keys": AdminKeys(settings.admin_keys)}),
+        debug=False,
+    )
+    app.asgi_handler = RequestContext(app.asgi_handler, metrics)
+    return app
+
+
+def app_from_environment() -> Litestar:
+    """Factory for ``uvicorn --factory``: settings from ``GPUPLAN_*``, JSON logs configured."""
+    from service.observability.logging import configure_logging
+    from service.settings import load_settings
+
+    settings = load_settings()
+    configure_logging(settings.log_level, settings.log_format)
+    return create_app(settings)
+
+
+def openapi_config() -> OpenAPIConfig:
+    return OpenAPIConfig(
+        title="gpuplan",
+        version=__version__,
+        description=(
+            "Capacity planning for LLM-serving GPU fleets: the cheapest GPU mix and card count "
+            "for a model, load, latency SLO and budget. Errors are RFC 9457 problem details."
+        ),
+        path="/docs",
+        render_plugins=[ScalarRenderPlugin(path="/"), SwaggerRenderPlugin(path="/swagger")],
+        components=Components(
+            security_schemes={
+                "bearerAuth": SecurityScheme(
+                    type="http",
+                    scheme="bearer",
+                    description="An admin key from GPUPLAN_ADMIN_KEYS (writes only).",
+                )
+            }
+        ),
+        use_handler_docstrings=True,
+    )
+
+
+def _build_cache(settings: Settings, prefix: str) -> PlanCache:
+    if settings.redis_url:
+        return RedisPlanCache.from_url(
+            settings.redis_url, timeout_ms=settings.redis_timeout_ms, prefix=prefix
+        )
+    return MemoryPlanCache(max_entries=settings.plan_cache_max_entries)

@@ -1,0 +1,206 @@
+"""``gpuplan`` command line: serve the API, migrate, manage the catalog, plan and estimate.
+
+Settings are read once here (``GPUPLAN_*``); a bad value stops the command with the variable's
+name and why, before anything starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from service import __version__
+from service.settings import Settings, SettingsError, load_settings, redact_url
+
+T = TypeVar("T")
+
+
+def _settings() -> Settings:
+    try:
+        return load_settings()
+    except SettingsError as exc:
+        click.echo(f"gpuplan: configuration error: {exc}", err=True)
+        sys.exit(2)
+
+
+def _run(coro: Awaitable[T]) -> T:
+    async def main() -> T:
+        return await coro
+
+    return asyncio.run(main())
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog="Settings come from GPUPLAN_* environment variables; see README.md.",
+)
+@click.version_option(__version__, prog_name="gpuplan")
+def main() -> None:
+    """gpuplan: the cheapest GPU fleet for an LLM workload, its latency and cost.
+
+    \b
+    Examples:
+      gpuplan serve --port 8000          # HTTP API on the embedded catalog
+      gpuplan migrate                    # apply database migrations
+      gpuplan catalog import prices.csv  # ingest price observations
+    """
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Worker processes (each with its own catalog snapshot and solver pool).",
+)
+@click.option(
+    "--graceful-timeout",
+    default=20,
+    show_default=True,
+    type=click.IntRange(1, 600),
+    help="Seconds to finish in-flight requests after SIGTERM before closing.",
+)
+def serve(host: str, port: int, workers: int, graceful_timeout: int) -> None:
+    """Run the HTTP API (uvicorn with uvloop/httptools; graceful shutdown on SIGTERM).
+
+    \b
+    Examples:
+      gpuplan serve
+      gpuplan serve --host 0.0.0.0 --port 8080 --workers 2
+      GPUPLAN_DATABASE_URL=postgresql+asyncpg://u:p@db/gpuplan gpuplan serve
+    """
+    import uvicorn
+
+    from service.observability.logging import configure_logging
+
+    settings = _settings()
+    configure_logging(settings.log_level, settings.log_format)
+    click.echo(
+        f"gpuplan {__version__} on http://{host}:{port} "
+        f"(database: {redact_url(settings.database_url)}, cache: {settings.cache_backend}); "
+        f"docs at http://{host}:{port}/docs",
+        err=True,
+    )
+    uvicorn.run(
+        "service.app:app_from_environment",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        lifespan="on",
+        log_config=None,
+        access_log=False,
+        server_header=False,
+        timeout_graceful_shutdown=graceful_timeout,
+        timeout_keep_alive=5,
+    )
+
+
+@main.command()
+@click.option("--to", "target", default="head", show_default=True, help="Target revision.")
+def migrate(target: str) -> None:
+    """Apply database migrations (schema, then the bundled reference catalog as revision 1).
+
+    \b
+    Examples:
+      gpuplan migrate
+      GPUPLAN_DATABASE_URL=postgresql+asyncpg://u:p@db/gpuplan gpuplan migrate
+    """
+    from service.store.database import create_engine
+    from service.store.migrate import current_revision, upgrade
+
+    settings = _settings()
+
+    async def go() -> str | None:
+        engine = create_engine(settings.database_url, timeout_s=settings.database_timeout_s)
+        try:
+            await upgrade(engine, target)
+            return await current_revision(engine)
+        finally:
+            await engine.dispose()
+
+    try:
+        at = _run(go())
+    except Exception as exc:  # noqa: BLE001 - one clear line instead of a driver traceback
+        _fail(exc)
+    click.echo(f"database {redact_url(settings.database_url)} is at migration {at}")
+
+
+@main.group()
+def catalog() -> None:
+    """Import and export the price catalog."""
+
+
+@catalog.command("import")
+@click.argument("csv_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def catalog_import(csv_file: Path) -> None:
+    """Ingest price observations from CSV_FILE (same rules as POST /v1/prices).
+
+    Columns: gpu_id,provider,region,kind,usd,instance_type,gpus_per_instance,observed_at,source.
+    The whole file is one all-or-nothing transaction (a bad row or an outage writes nothing),
+    idempotent on (gpu, provider, region, kind, instance type, observed_at): re-importing a
+    file inserts nothing new. GPU ids or aliases are accepted.
+
+    \b
+    Examples:
+      gpuplan catalog import new-prices.csv
+      gpuplan catalog export > all.csv && gpuplan catalog import all.csv   # inserts 0
+    """
+    from service.usecases.catalog_io import import_prices
+
+    settings = _settings()
+    text = csv_file.read_text(encoding="utf-8")
+    show = sys.stderr.isatty()
+
+    def progress(done: int, total: int) -> None:
+        if show:
+            click.echo(f"\r  {done}/{total} observations", nl=False, err=True)
+
+    try:
+        result = _run(import_prices(settings, text, progress=progress))
+    except Exception as exc:  # noqa: BLE001 - reported as a one-line error, not a traceback
+        if show:
+            click.echo("", err=True)
+        _fail(exc)
+    if show:
+        click.echo("", err=True)
+    click.echo(
+        f"inserted {result.inserted}, already present {result.already_present}; "
+        f"catalog revision {result.revision}"
+    )
+
+
+@catalog.command("export")
+@click.option("--gpu", default=None, help="Only this GPU (id or alias).")
+def catalog_export(gpu: str | None) -> None:
+    """Write the whole price history as CSV to stdout (the import format).
+
+    \b
+    Examples:
+      gpuplan catalog export > prices.csv
+      gpuplan catalog export --gpu H100
+    """
+    from service.usecases.catalog_io import export_prices
+
+    settings = _settings()
+    try:
+        text = _run(export_prices(settings, gpu))
+    except Exception as exc:  # noqa: BLE001 - reported as a one-line error, not a traceback
+        _fail(exc)
+    click.echo(text, nl=False)
+
+
+def _fail(exc: BaseException) -> Any:
+    from service.domain.errors import DomainError
+
+    message = exc.message if isinstance(exc, DomainError) else f"{type(exc).__name__}: {exc}"
+    click.echo(f"gpuplan: {message}", err=True)
+    sys.exit(1)
