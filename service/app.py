@@ -169,6 +169,7 @@ def create_app(
                 yield
             finally:
                 await state.stop()
+                log.info("gpuplan stopped", extra={"event": "shutdown"})
         finally:
             await cache.close()
             await engine.dispose()
@@ -193,6 +194,7 @@ def create_app(
         else None,
         openapi_config=openapi_config(),
         state=State({"admin_keys": AdminKeys(settings.admin_keys)}),
+        logging_config=None,  # the CLI configures logging once, for gpuplan and uvicorn alike
         debug=False,
     )
     app.asgi_handler = RequestContext(app.asgi_handler, metrics)

@@ -204,3 +204,7 @@ def _fail(exc: BaseException) -> Any:
     message = exc.message if isinstance(exc, DomainError) else f"{type(exc).__name__}: {exc}"
     click.echo(f"gpuplan: {message}", err=True)
     sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

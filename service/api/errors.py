@@ -36,6 +36,7 @@ log = logging.getLogger("gpuplan.api")
 PROBLEM_JSON = "application/problem+json"
 PROBLEM_BASE = "https://gpuplan.dev/problems/"
 _AT_PATH = re.compile(r"\s*-\s*at `\$(?P<path>[^`]*)`")
+_UNKNOWN_FIELD = re.compile(r"unknown field `(?P<name>[^`]+)`")
 _STATUS_TITLES = {
     400: "Bad request",
     401: "Authentication required",
@@ -107,13 +108,18 @@ def problem_response(
 
 
 def field_of(message: dict[str, Any]) -> str | None:
-    """The dotted field path of one Litestar/msgspec validation message."""
-    match = _AT_PATH.search(str(message.get("message", "")))
-    if match:
-        path = match.group("path").lstrip(".")
-        return path or None
-    key = message.get("key")
-    return str(key) if key else None
+    """The dotted field path of one Litestar/msgspec validation message.
+
+    Litestar moves msgspec's ``- at `$.path``` suffix into ``key``; an unknown field's own name
+    is only in the message text, so it is appended to that path.
+    """
+    text = str(message.get("message", ""))
+    match = _AT_PATH.search(text)
+    path = match.group("path").lstrip(".") if match else str(message.get("key") or "")
+    unknown = _UNKNOWN_FIELD.search(text)
+    if unknown:
+        path = f"{path}.{unknown.group('name')}" if path else unknown.group("name")
+    return path or None
 
 
 def _clean(message: str) -> str:

@@ -9,7 +9,11 @@ from typing import Any
 
 import msgspec
 
-_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {
+    "message",
+    "asctime",
+    "color_message",  # uvicorn's ANSI-coloured duplicate of msg
+}
 _encoder = msgspec.json.Encoder()
 
 
@@ -59,3 +63,4 @@ def configure_logging(level: str = "INFO", fmt: str = "json") -> None:
         logger.propagate = True
     # gpuplan writes its own access line per request (with route, cache outcome, request id).
     logging.getLogger("uvicorn.access").disabled = True
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)

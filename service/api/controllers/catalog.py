@@ -40,18 +40,20 @@ class CatalogController(Controller):
         self,
         catalog: NamedDependency[CatalogService],
         vendor: Annotated[
-            str | None, Parameter(max_length=64, description="e.g. NVIDIA, AMD, Intel")
+            str | None, QueryParameter(max_length=64, description="e.g. NVIDIA, AMD, Intel")
         ] = None,
         min_memory_gb: Annotated[
             float | None,
-            Parameter(ge=0, le=100_000, description="Memory per card at least this many GB."),
+            QueryParameter(ge=0, le=100_000, description="Memory per card at least this many GB."),
         ] = None,
         has_nvlink: Annotated[
             bool | None,
-            Parameter(description="Only cards with (true) or without (false) a scale-up link."),
+            QueryParameter(
+                description="Only cards with (true) or without (false) a scale-up link."
+            ),
         ] = None,
         form_factor: Annotated[
-            str | None, Parameter(max_length=32, description="SXM, PCIe, OAM ...")
+            str | None, QueryParameter(max_length=32, description="SXM, PCIe, OAM ...")
         ] = None,
     ) -> Response[GpuListOut]:
         """All GPUs in the catalog, filtered, each with its cheapest current on-demand price per
@@ -76,7 +78,7 @@ class CatalogController(Controller):
         self,
         catalog: NamedDependency[CatalogService],
         gpu_id: Annotated[
-            str, Parameter(max_length=128, description="GPU id or alias (case-insensitive).")
+            str, PathParameter(max_length=128, description="GPU id or alias (case-insensitive).")
         ],
     ) -> Response[GpuOut]:
         """One GPU by id or alias. An unknown name answers 404 with the closest ids."""
@@ -98,9 +100,10 @@ class CatalogController(Controller):
         self,
         catalog: NamedDependency[CatalogService],
         gpu_id: Annotated[
-            str, Parameter(pattern=GPU_ID_PATTERN, description="Lowercase slug, e.g. h100-sxm.")
+            str,
+            QueryParameter(pattern=GPU_ID_PATTERN, description="Lowercase slug, e.g. h100-sxm."),
         ],
-        data: GpuSpecIn,
+        data: JSONBody[GpuSpecIn],
     ) -> Response[GpuWriteOut]:
         """Creates the GPU (201) or replaces its whole spec (200); bumps the catalog revision."""
         spec = data.to_domain(gpu_id)
@@ -125,19 +128,22 @@ class CatalogController(Controller):
     async def list_prices(
         self,
         catalog: NamedDependency[CatalogService],
-        gpu_id: Annotated[str, Parameter(max_length=128, description="GPU id or alias.")],
-        provider: Annotated[str | None, Parameter(max_length=64)] = None,
-        region: Annotated[str | None, Parameter(max_length=64)] = None,
-        kind: PricingKindWire | None = None,
+        gpu_id: Annotated[str, PathParameter(max_length=128, description="GPU id or alias.")],
+        provider: Annotated[str | None, QueryParameter(max_length=64)] = None,
+        region: Annotated[str | None, QueryParameter(max_length=64)] = None,
+        kind: Annotated[PricingKindWire | None, QueryParameter(description="Pricing kind.")] = None,
         since: Annotated[
-            datetime | None, Parameter(description="Observed at or after (ISO 8601 with zone).")
+            datetime | None,
+            QueryParameter(description="Observed at or after (ISO 8601 with zone)."),
         ] = None,
         until: Annotated[
-            datetime | None, Parameter(description="Observed at or before (ISO 8601 with zone).")
+            datetime | None,
+            QueryParameter(description="Observed at or before (ISO 8601 with zone)."),
         ] = None,
-        limit: Annotated[int, Parameter(ge=1, le=1000, description="Page size.")] = 100,
+        limit: Annotated[int, QueryParameter(ge=1, le=1000, description="Page size.")] = 100,
         cursor: Annotated[
-            str | None, Parameter(max_length=256, description="`next_cursor` of the previous page.")
+            str | None,
+            QueryParameter(max_length=256, description="`next_cursor` of the previous page."),
         ] = None,
     ) -> PricePageOut:
         """Observations newest first, filtered; follow `next_cursor` for the next page."""
@@ -178,7 +184,7 @@ class PriceIngestController(Controller):
         opt={"ingest": True},
     )
     async def ingest_prices(
-        self, catalog: NamedDependency[CatalogService], data: PriceBatchIn
+        self, catalog: NamedDependency[CatalogService], data: JSONBody[PriceBatchIn]
     ) -> Response[IngestOut]:
         """Up to 10,000 observations, all or nothing, idempotent on (gpu, provider, region,
         kind, instance type, observed_at). Answers counts and the new catalog revision."""

@@ -15,10 +15,13 @@ from service.store.repositories import CatalogSummary, IngestResult, PricePage
 from service.usecases.catalog import GpuListing
 
 PricingKindWire = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "purchase"]
-Tflops = Annotated[
-    float | None,
-    Meta(ge=0, le=1e6, description="Dense peak tensor throughput, TFLOPS (null: unsupported)."),
-]
+Tflops = (
+    Annotated[
+        float,
+        Meta(ge=0, le=1e6, description="Dense peak tensor throughput, TFLOPS (null: unsupported)."),
+    ]
+    | None
+)
 
 
 class GpuSpecIn(WireIn, kw_only=True):
@@ -46,7 +49,7 @@ class GpuSpecIn(WireIn, kw_only=True):
     fp8_tflops: Tflops = None
     fp4_tflops: Tflops = None
     int8_tops: Tflops = None
-    tdp_w: Annotated[float | None, Meta(gt=0, le=100_000, description="Board power, W.")] = None
+    tdp_w: Annotated[float, Meta(gt=0, le=100_000, description="Board power, W.")] | None = None
     interconnect: Annotated[str, Meta(max_length=128)] = "PCIe"
     interconnect_bandwidth_gbps: Annotated[
         float,

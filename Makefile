@@ -1,0 +1,45 @@
+# gpuplan: two commands for a newcomer (see README.md).
+#   make run   set up and run the API on the embedded default (SQLite file + in-process cache)
+#   make test  set up and run lint, type checks and the whole test suite
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint typecheck pytest bench openapi clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Reinstall only when the dependency declarations change.
+$(STAMP): pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/gpuplan serve --host $(HOST) --port $(PORT)
+
+lint: $(STAMP)
+	$(BIN)/ruff format --check service tests bench
+	$(BIN)/ruff check service tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP)
+	eval "$$(scripts/test-services.sh)"; $(BIN)/pytest -p no:cacheprovider -q $(PYTEST_ARGS)
+
+test: lint typecheck pytest
+
+openapi: $(STAMP)
+	$(BIN)/python -m service.openapi_export
+
+bench: $(STAMP)
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

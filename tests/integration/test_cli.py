@@ -1,0 +1,138 @@
+"""The ``gpuplan`` command as a user runs it (subprocesses, embedded SQLite)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.integration
+
+GPUPLAN = [sys.executable, "-m", "service.cli"]
+
+
+def run(
+    args: list[str], env: dict[str, str], check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [*GPUPLAN, *args], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"gpuplan {args} failed: {result.stderr}")
+    return result
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("GPUPLAN_")}
+    clean["GPUPLAN_DATA_DIR"] = str(tmp_path / "data")
+    clean["GPUPLAN_ADMIN_KEYS"] = "cli-test-admin-key-0123456789"
+    return clean
+
+
+def test_migrate_then_export_and_reimport_is_idempotent(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    out = run(["migrate"], env).stdout
+    assert "is at migration 0002" in out
+    exported = run(["catalog", "export"], env).stdout
+    lines = exported.strip().splitlines()
+    assert lines[0].startswith("gpu_id,provider,region,kind,usd")
+    assert len(lines) == 114
+    path = tmp_path / "all.csv"
+    path.write_text(exported)
+    again = run(["catalog", "import", str(path)], env).stdout
+    assert "inserted 0, already present 113; catalog revision 1" in again
+
+
+def test_import_appends_new_observations_and_bumps_revision(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    path = tmp_path / "new.csv"
+    path.write_text(
+        "gpu_id,provider,region,kind,usd,instance_type,gpus_per_instance,observed_at,source\n"
+        "H100,examplecloud,eu-1,on_demand,2.10,ex.8x,8,2026-09-01T00:00:00Z,cli test\n"
+        "l4,examplecloud,eu-1,spot,0.30,ex.1x,1,2026-09-01,cli test\n"
+    )
+    out = run(["catalog", "import", str(path)], env).stdout
+    assert "inserted 2, already present 0; catalog revision 2" in out
+    h100 = run(["catalog", "export", "--gpu", "h100"], env).stdout
+    assert "examplecloud,eu-1,on_demand,2.1,ex.8x,8,2026-09-01T00:00:00Z" in h100
+
+
+def test_import_with_one_bad_row_writes_nothing(env: dict[str, str], tmp_path: Path) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text(
+        "gpu_id,provider,region,kind,usd,instance_type,gpus_per_instance,observed_at,source\n"
+        "l4,examplecloud,eu-1,spot,0.30,ex.1x,1,2026-09-01,ok\n"
+        "nosuchgpu,examplecloud,eu-1,spot,0.30,ex.1x,1,2026-09-01,bad\n"
+    )
+    result = run(["catalog", "import", str(path)], env, check=False)
+    assert result.returncode == 1
+    assert "unknown GPU 'nosuchgpu'" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "examplecloud" not in run(["catalog", "export", "--gpu", "l4"], env).stdout
+
+
+def test_a_bad_setting_stops_the_command_naming_the_variable(env: dict[str, str]) -> None:
+    result = run(["migrate"], {**env, "GPUPLAN_DATABASE_URL": "postgres://x"}, check=False)
+    assert result.returncode == 2
+    assert "GPUPLAN_DATABASE_URL" in result.stderr and "asyncpg" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [[], ["serve"], ["migrate"], ["catalog"], ["catalog", "import"], ["catalog", "export"]],
+)
+def test_every_command_has_help_with_examples(env: dict[str, str], command: list[str]) -> None:
+    out = run([*command, "--help"], env).stdout
+    assert "Usage:" in out
+    if command != ["catalog"]:
+        assert "Examples:" in out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_serve_answers_and_shuts_down_gracefully_on_sigterm(env: dict[str, str]) -> None:
+    port = _free_port()
+    server = subprocess.Popen(
+        [*GPUPLAN, "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                response = httpx.get(f"http://127.0.0.1:{port}/v1/gpus/h100", timeout=1)
+                break
+            except httpx.TransportError:
+                assert server.poll() is None, server.stderr.read() if server.stderr else ""
+                assert time.monotonic() < deadline, "server did not start"
+                time.sleep(0.2)
+        assert response.status_code == 200
+        assert response.json()["id"] == "h100-sxm"
+        server.send_signal(signal.SIGTERM)
+        # uvicorn finishes in-flight work, runs the lifespan shutdown, then re-raises the
+        # signal so the exit status says why it stopped.
+        assert server.wait(timeout=30) in (0, -signal.SIGTERM)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    logs = server.stderr.read() if server.stderr else ""
+    assert '"msg":"gpuplan stopped"' in logs
+    assert '"msg":"request"' in logs and '"route":"/v1/gpus/{gpu_id}"' in logs

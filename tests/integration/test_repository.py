@@ -1,0 +1,73 @@
+"""Repository behaviour that the HTTP tests cannot see directly: as-of reads, concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.domain.catalog import PricePoint, PricingKind
+from service.store.repositories import CatalogRepository
+
+pytestmark = pytest.mark.integration
+
+T0 = datetime(2026, 7, 1, tzinfo=UTC)
+
+
+def point(day: int, usd: float, *, provider: str = "examplecloud") -> PricePoint:
+    return PricePoint(
+        gpu_id="l4",
+        provider=provider,
+        region="r1",
+        kind=PricingKind.ON_DEMAND,
+        usd=usd,
+        instance_type="ex.l4",
+        gpus_per_instance=1,
+        observed_at=T0 + timedelta(days=day),
+        source="test",
+    )
+
+
+def offer_price(
+    snapshot_prices: tuple[PricePoint, ...], provider: str = "examplecloud"
+) -> float | None:
+    found = [p.usd for p in snapshot_prices if p.gpu_id == "l4" and p.provider == provider]
+    assert len(found) <= 1
+    return found[0] if found else None
+
+
+async def test_snapshot_as_of_picks_the_latest_price_known_then(engine: AsyncEngine) -> None:
+    repo = CatalogRepository(engine)
+    await repo.ingest_prices([point(0, 1.00), point(10, 0.80), point(20, 0.60)], datetime.now(UTC))
+    now = await repo.snapshot()
+    assert offer_price(now.prices) == 0.60
+    assert offer_price((await repo.snapshot(as_of=T0 + timedelta(days=15))).prices) == 0.80
+    assert offer_price((await repo.snapshot(as_of=T0 + timedelta(days=10))).prices) == 0.80
+    assert offer_price((await repo.snapshot(as_of=T0)).prices) == 1.00
+    assert offer_price((await repo.snapshot(as_of=T0 - timedelta(seconds=1))).prices) is None
+    # The seeded offers are all observed before the test's dates, so each stays in every view.
+    assert len((await repo.snapshot(as_of=T0)).prices) == len(now.prices)
+
+
+async def test_concurrent_ingests_get_distinct_growing_revisions(engine: AsyncEngine) -> None:
+    repo = CatalogRepository(engine)
+    start = await repo.revision()
+    batches = [
+        [point(i, 1 + i / 100, provider=f"p{i}"), point(i, 2.0, provider=f"q{i}")]
+        for i in range(12)
+    ]
+    results = await asyncio.gather(*(repo.ingest_prices(b, datetime.now(UTC)) for b in batches))
+    revisions = sorted(r.revision for r in results)
+    assert revisions == list(range(start + 1, start + 13))
+    assert all(r.inserted == 2 for r in results)
+    assert await repo.revision() == start + 12
+    history = await repo.summary()
+    assert history.price_points == 113 + 24
+
+
+async def test_duplicate_rows_inside_one_batch_count_once(engine: AsyncEngine) -> None:
+    repo = CatalogRepository(engine)
+    result = await repo.ingest_prices([point(3, 1.0), point(3, 1.0)], datetime.now(UTC))
+    assert (result.inserted, result.already_present) == (1, 1)

@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from service.settings import SettingsError, load_settings, redact_url
+
+KEY = "k" * 24
+
+
+def test_defaults_use_an_embedded_sqlite_file_under_the_data_dir() -> None:
+    settings = load_settings({"HOME": "/home/u"})
+    assert settings.embedded_database
+    assert settings.database_url == "sqlite+aiosqlite:////home/u/.local/share/gpuplan/gpuplan.db"
+    assert settings.redis_url is None and settings.cache_backend == "memory"
+    assert settings.admin_keys == frozenset()
+
+
+def test_data_dir_and_urls_are_read() -> None:
+    settings = load_settings(
+        {
+            "GPUPLAN_DATA_DIR": "/srv/gp",
+            "GPUPLAN_REDIS_URL": "redis://cache:6379/0",
+            "GPUPLAN_ADMIN_KEYS": f"{KEY}, {KEY}x ,",
+            "GPUPLAN_CORS_ORIGINS": "https://portal.example.com",
+        }
+    )
+    assert settings.data_dir == Path("/srv/gp")
+    assert settings.database_url.endswith("/srv/gp/gpuplan.db")
+    assert settings.cache_backend == "redis"
+    assert settings.admin_keys == frozenset({KEY, KEY + "x"})
+    assert settings.cors_origins == ("https://portal.example.com",)
+
+
+def test_postgres_url_is_used_as_given() -> None:
+    url = "postgresql+asyncpg://u:secret@db:5432/gpuplan"
+    settings = load_settings({"GPUPLAN_DATABASE_URL": url})
+    assert settings.database_url == url and not settings.embedded_database
+    assert settings.database_backend == "postgresql"
+
+
+@pytest.mark.parametrize(
+    ("env", "variable", "why"),
+    [
+        ({"GPUPLAN_DATABASE_URL": "postgresql://u@db/x"}, "GPUPLAN_DATABASE_URL", "asyncpg"),
+        ({"GPUPLAN_DATABASE_URL": "mysql://x"}, "GPUPLAN_DATABASE_URL", "expected"),
+        ({"GPUPLAN_REDIS_URL": "localhost:6379"}, "GPUPLAN_REDIS_URL", "redis://"),
+        ({"GPUPLAN_ADMIN_KEYS": "short"}, "GPUPLAN_ADMIN_KEYS", "shorter than 16"),
+        ({"GPUPLAN_SOLVER_WORKERS": "many"}, "GPUPLAN_SOLVER_WORKERS", "integer"),
+        ({"GPUPLAN_SOLVER_WORKERS": "0"}, "GPUPLAN_SOLVER_WORKERS", "between"),
+        ({"GPUPLAN_SOLVE_TIME_LIMIT_S": "nan"}, "GPUPLAN_SOLVE_TIME_LIMIT_S", "between"),
+        ({"GPUPLAN_LOG_FORMAT": "xml"}, "GPUPLAN_LOG_FORMAT", "json or text"),
+        ({"GPUPLAN_CORS_ORIGINS": "portal.example.com"}, "GPUPLAN_CORS_ORIGINS", "http"),
+        ({"GPUPLAN_REDIS_ULR": "redis://x"}, "GPUPLAN_REDIS_ULR", "not a known setting"),
+    ],
+)
+def test_a_bad_value_names_the_variable_and_why(
+    env: dict[str, str], variable: str, why: str
+) -> None:
+    with pytest.raises(SettingsError) as raised:
+        load_settings(env)
+    assert raised.value.variable == variable
+    assert why in str(raised.value)
+
+
+def test_test_only_variables_are_ignored() -> None:
+    load_settings({"GPUPLAN_TEST_DATABASE_URL": "anything"})
+
+
+def test_settings_are_frozen_and_keys_hidden_from_repr() -> None:
+    settings = load_settings({"GPUPLAN_ADMIN_KEYS": KEY})
+    with pytest.raises(AttributeError):
+        settings.redis_url = "redis://x"  # type: ignore[misc]
+    assert KEY not in repr(settings)
+
+
+def test_redact_url() -> None:
+    assert redact_url("postgresql+asyncpg://u:secret@db/x") == "postgresql+asyncpg://u:***@db/x"
+    assert redact_url("redis://cache:6379/0") == "redis://cache:6379/0"
