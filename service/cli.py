@@ -83,6 +83,7 @@ def serve(host: str, port: int, workers: int, graceful_timeout: int) -> None:
 
     settings = _settings()
     configure_logging(settings.log_level, settings.log_format)
+    _preflight_schema(settings)
     click.echo(
         f"gpuplan {__version__} on http://{host}:{port} "
         f"(database: {redact_url(settings.database_url)}, cache: {settings.cache_backend}); "
@@ -102,6 +103,34 @@ def serve(host: str, port: int, workers: int, graceful_timeout: int) -> None:
         timeout_graceful_shutdown=graceful_timeout,
         timeout_keep_alive=5,
     )
+
+
+def _preflight_schema(settings: Settings) -> None:
+    """Stop with one clear line when Postgres answers but its schema is behind this build
+    (an unreachable database is not fatal: the server starts and reports itself unready)."""
+    if settings.database_backend != "postgresql":
+        return
+    from service.store.database import create_engine
+    from service.store.migrate import current_revision, head_revision
+
+    async def at() -> str | None:
+        engine = create_engine(settings.database_url, timeout_s=settings.database_timeout_s)
+        try:
+            return await current_revision(engine)
+        finally:
+            await engine.dispose()
+
+    try:
+        revision = _run(at())
+    except Exception:  # noqa: BLE001 - unreachable now; the server retries on its own
+        return
+    if revision != head_revision():
+        click.echo(
+            f"gpuplan: database schema is at {revision or 'nothing'}, this build needs "
+            f"{head_revision()}: run `gpuplan migrate` first",
+            err=True,
+        )
+        sys.exit(3)
 
 
 @main.command()

@@ -8,6 +8,7 @@ Secrets (admin keys, passwords inside URLs) never appear in ``repr`` or logs.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,16 +175,22 @@ KNOWN = frozenset(
 )
 
 
+# Kubernetes injects <SERVICE>_SERVICE_HOST, <SERVICE>_PORT, <SERVICE>_PORT_80_TCP... for every
+# Service in the namespace; a Service named gpuplan(-anything) would otherwise look like typos.
+_SERVICE_LINK = re.compile(r"^([A-Z0-9_]+_)?(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_[A-Z0-9_]+)?)$")
+
+
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Read ``GPUPLAN_*`` variables from ``environ`` (default: the process environment).
 
     Unknown ``GPUPLAN_*`` names are rejected so that a typo cannot silently fall back to a
-    default (``GPUPLAN_TEST_*`` variables belong to the test suite and are ignored).
+    default (``GPUPLAN_TEST_*`` variables belong to the test suite, and Kubernetes service-link
+    variables such as ``GPUPLAN_SERVICE_HOST`` or ``GPUPLAN_PORT_80_TCP`` are ignored).
     """
     env = dict(os.environ if environ is None else environ)
     ours = {k[len(PREFIX) :]: v for k, v in env.items() if k.startswith(PREFIX)}
     for key in sorted(ours):
-        if key not in KNOWN and not key.startswith("TEST_"):
+        if key not in KNOWN and not key.startswith("TEST_") and not _SERVICE_LINK.match(key):
             raise SettingsError(
                 PREFIX + key, f"not a known setting (known: {', '.join(sorted(KNOWN))})"
             )

@@ -78,3 +78,16 @@ def test_settings_are_frozen_and_keys_hidden_from_repr() -> None:
 def test_redact_url() -> None:
     assert redact_url("postgresql+asyncpg://u:secret@db/x") == "postgresql+asyncpg://u:***@db/x"
     assert redact_url("redis://cache:6379/0") == "redis://cache:6379/0"
+
+
+def test_kubernetes_service_link_variables_are_ignored() -> None:
+    load_settings(
+        {
+            "GPUPLAN_SERVICE_HOST": "10.0.0.1",
+            "GPUPLAN_SERVICE_PORT": "80",
+            "GPUPLAN_SERVICE_PORT_HTTP": "80",
+            "GPUPLAN_PORT": "tcp://10.0.0.1:80",
+            "GPUPLAN_PORT_80_TCP_ADDR": "10.0.0.1",
+            "GPUPLAN_API_SERVICE_HOST": "10.0.0.2",
+        }
+    )

@@ -1,0 +1,44 @@
+output "plan_id" {
+  description = "gpuplan's id for this plan (keyed by request and catalog revision)."
+  value       = local.plan.plan_id
+}
+
+output "status" {
+  description = "optimal | over_budget | time_limit (infeasible fails the read)."
+  value       = local.plan.status
+}
+
+output "usd_per_hour" {
+  description = "Cost of the whole fleet per hour, USD."
+  value       = local.plan.usd_per_hour
+}
+
+output "usd_per_month" {
+  description = "Cost of the whole fleet per month, USD."
+  value       = local.plan.usd_per_month
+}
+
+output "total_cards" {
+  description = "GPU cards across the fleet."
+  value       = local.plan.total_cards
+}
+
+output "fleet" {
+  description = "One entry per fleet line: where to run how many replicas of which GPU."
+  value = [
+    for line in local.plan.fleet : {
+      gpu             = line.gpu
+      provider        = line.provider
+      region          = line.region
+      instance_type   = line.instance_type
+      tensor_parallel = line.tensor_parallel
+      replicas        = line.replicas
+      cards           = line.cards
+    }
+  ]
+}
+
+output "plan" {
+  description = "The whole decoded answer (predicted latencies, rejected alternatives ...)."
+  value       = local.plan
+}

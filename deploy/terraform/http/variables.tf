@@ -1,0 +1,88 @@
+variable "gpuplan_url" {
+  description = "Base URL of the gpuplan API, e.g. https://gpuplan.internal.example.com (no /v1)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^https?://", var.gpuplan_url))
+    error_message = "gpuplan_url must start with http:// or https://."
+  }
+}
+
+variable "model" {
+  description = "Model id or alias known to gpuplan, e.g. llama-3.1-70b."
+  type        = string
+}
+
+variable "precision" {
+  description = "Weight precision, e.g. fp8, bf16, int4. null lets gpuplan pick its default."
+  type        = string
+  default     = null
+}
+
+variable "engine" {
+  description = "Serving engine, e.g. vllm. null lets gpuplan pick its default."
+  type        = string
+  default     = null
+}
+
+variable "workload" {
+  description = "Offered load: requests per second and mean prompt/output lengths in tokens."
+  type = object({
+    qps           = number
+    prompt_tokens = number
+    output_tokens = number
+  })
+
+  validation {
+    condition     = var.workload.qps > 0 && var.workload.prompt_tokens > 0 && var.workload.output_tokens > 0
+    error_message = "workload.qps, prompt_tokens and output_tokens must be positive."
+  }
+}
+
+variable "slo" {
+  description = "Latency SLO: time to first token and time per output token (ms) at a percentile."
+  type = object({
+    ttft_ms    = number
+    tpot_ms    = number
+    percentile = optional(number, 95)
+  })
+}
+
+variable "budget" {
+  description = "Spending cap. null usd_per_hour means no cap (the cheapest feasible fleet)."
+  type = object({
+    usd_per_hour = optional(number)
+  })
+  default = {}
+}
+
+variable "constraints" {
+  description = <<-EOT
+    Fleet constraints. Unset attributes are left out of the request, so gpuplan's defaults apply.
+      pricing      on_demand | spot | reserved_1y | reserved_3y
+      gpus         GPU ids or aliases to choose from (null: the whole catalog)
+      allow_mix    whether the fleet may mix GPU types
+      headroom     spare capacity as a fraction of the load, e.g. 0.2
+      min_replicas lower bound on serving replicas (for redundancy)
+  EOT
+  type = object({
+    pricing      = optional(string)
+    gpus         = optional(list(string))
+    allow_mix    = optional(bool)
+    headroom     = optional(number)
+    min_replicas = optional(number)
+  })
+  default = {}
+}
+
+variable "request_timeout_ms" {
+  description = "Timeout of the POST /v1/plans request, in milliseconds."
+  type        = number
+  default     = 30000
+}
+
+variable "retry_attempts" {
+  description = "Retries of the request on connection errors and 5xx answers."
+  type        = number
+  default     = 2
+}
