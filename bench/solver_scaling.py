@@ -1,0 +1,124 @@
+"""Fleet-solver timings as the catalog grows: options 1x..10x (about 40..400) and buckets 1..16.
+
+Run by hand (not a timed test)::
+
+    .venv/bin/python bench/solver_scaling.py [--seeds 7] [--factors 1,2,5,10] [--buckets 1,2,4,8,16]
+
+Instances are catalog-shaped (see ``instance``): per GPU, tensor-parallel degrees 1/2/4/8 whose
+memory admits only some request shapes, sub-linear TP scaling, 1-5 offers at different per-card
+prices, 3 % of offers capped. Columns (milliseconds, median and max over seeds):
+
+* ``main``: ``solve_fleet`` (mix allowed, no budget);
+* ``alts``: ``cheapest_single_type`` (one fleet per GPU: the "alternatives" list);
+* ``budget``: ``max_qps_within_budget`` with a budget of 70 % of the cheapest fleet;
+* ``plan``: main + alts + budget, what one plan costs when it is over budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from service.domain.solver import (
+    Bucket,
+    FleetOption,
+    FleetProblem,
+    cheapest_single_type,
+    max_qps_within_budget,
+    solve_fleet,
+)
+from service.domain.solver.candidates import Mode, canonicalize, select
+
+GPUS_PER_FACTOR = 3
+
+
+def instance(seed: int, factor: int, n_buckets: int) -> FleetProblem:
+    """About 40 * ``factor`` options over 3 * ``factor`` GPUs and ``n_buckets`` shapes."""
+    rng = random.Random(seed * 1000 + factor * 17 + n_buckets)
+    need = [1 + 3 * s / max(1, n_buckets - 1) for s in range(n_buckets)]
+    buckets = tuple(
+        Bucket(f"b{s:02d}", round(rng.uniform(20.0, 200.0) / n_buckets, 2))
+        for s in range(n_buckets)
+    )
+    options: list[FleetOption] = []
+    for i in range(GPUS_PER_FACTOR * factor):
+        gpu = f"gpu{i:02d}"
+        memory = rng.choice([16, 24, 48, 80, 141, 192])
+        speed = rng.uniform(0.3, 3.0)
+        per_card = [round(speed * rng.uniform(0.5, 1.8), 4) for _ in range(rng.randint(1, 5))]
+        for tp in (1, 2, 4, 8):
+            caps = tuple(
+                round(speed * tp**0.85 * 10 / need[s], 4) if memory * tp >= 20 * need[s] else 0.0
+                for s in range(n_buckets)
+            )
+            if max(caps) == 0:
+                continue
+            for o, price in enumerate(per_card):
+                options.append(
+                    FleetOption(
+                        key=f"{gpu}|tp{tp}|offer{o}",
+                        gpu_id=gpu,
+                        tensor_parallel=tp,
+                        usd_per_hour=round(price * tp, 4),
+                        capacity_qps=caps,
+                        max_replicas=rng.randint(2, 30) if rng.random() < 0.03 else None,
+                    )
+                )
+    return FleetProblem(buckets=buckets, options=tuple(options), time_limit_s=2.0)
+
+
+def _ms(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, default=7)
+    parser.add_argument("--factors", default="1,2,5,10")
+    parser.add_argument("--buckets", default="1,2,4,8,16")
+    args = parser.parse_args()
+    factors = [int(f) for f in args.factors.split(",")]
+    bucket_counts = [int(b) for b in args.buckets.split(",")]
+
+    solve_fleet(instance(0, 1, 1))  # warm imports and HiGHS
+    header = (
+        f"{'options':>7} {'kept':>5} {'buckets':>7} | {'main p50':>8} {'max':>7} | "
+        f"{'alts p50':>8} {'max':>7} | {'budget p50':>10} {'max':>7} | {'plan p50':>8} {'max':>7}"
+    )
+    print(header)
+    print("-" * len(header))
+    for factor in factors:
+        for n_buckets in bucket_counts:
+            main_ms: list[float] = []
+            alts_ms: list[float] = []
+            budget_ms: list[float] = []
+            kept: list[int] = []
+            n_options = 0
+            for seed in range(args.seeds):
+                problem = instance(seed, factor, n_buckets)
+                n_options = len(problem.options)
+                kept.append(select(canonicalize(problem), Mode.COST).size)
+                solution = solve_fleet(problem)
+                main_ms.append(_ms(lambda p=problem: solve_fleet(p)))
+                alts_ms.append(_ms(lambda p=problem: cheapest_single_type(p)))
+                budget = max(0.01, round(0.7 * solution.usd_per_hour, 2))
+                tight = replace(problem, budget_usd_per_hour=budget)
+                budget_ms.append(_ms(lambda p=tight: max_qps_within_budget(p)))
+            plan_ms = [a + b + c for a, b, c in zip(main_ms, alts_ms, budget_ms, strict=True)]
+            print(
+                f"{n_options:>7} {int(statistics.median(kept)):>5} {n_buckets:>7} | "
+                f"{statistics.median(main_ms):>8.1f} {max(main_ms):>7.1f} | "
+                f"{statistics.median(alts_ms):>8.1f} {max(alts_ms):>7.1f} | "
+                f"{statistics.median(budget_ms):>10.1f} {max(budget_ms):>7.1f} | "
+                f"{statistics.median(plan_ms):>8.1f} {max(plan_ms):>7.1f}"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,377 @@
+"""The candidates table: the problem in canonical order as numpy arrays, plus the per-solve
+selection of options (scope, caps, dominance pruning, variable bounds).
+
+Nothing here calls HiGHS. Units: demands and capacities in requests/s, costs in *cost units*
+(``usd_per_hour / unit_usd``, exact integers, see :func:`quantise_costs`), replicas and cards
+as counts.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from service.domain.solver.types import FleetProblem
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+# Relative tolerance when comparing a replica count with a load in replicas: a load within
+# 1e-9 of an integer n needs n replicas, not n + 1 (float noise in capacities, not real load).
+LOAD_RTOL = 1e-9
+# Costs are resolved to 10**-MAX_COST_DECIMALS USD/hour at worst (a micro-dollar per hour).
+MAX_COST_DECIMALS = 6
+# Below this many options the pairwise test alone is cheaper than grouping first.
+_GROUP_DEDUP_MIN = 16
+# A count of dominating replicas above this is never worth checking (cost would not pass).
+_MAX_DOMINATION_FACTOR = 1_000_000
+
+
+class Mode(enum.Enum):
+    """What a selection is for: the bounds and what may be dropped differ."""
+
+    COST = "cost"  # min cost: x[g] <= replicas an optimal fleet can use
+    SCALE = "scale"  # max load within budget: x[g] <= budget / cost[g]
+    ELASTIC = "elastic"  # infeasibility diagnosis: caps become soft, nothing is pruned
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Canon:
+    """The problem sorted by key, as arrays. Index ``s`` runs over buckets, ``g`` over options,
+    ``i`` over GPU ids.
+
+    * ``demand[s]``: requests/s to serve, headroom included; ``raw_demand_total``: requests/s
+      summed over buckets, before headroom.
+    * ``cap[s, g]``: requests/s one replica of ``g`` sustains on shape ``s`` (0: cannot).
+    * ``usd[g]``: USD/hour per replica; ``cost[g]``: the same in cost units (integers);
+      ``unit_usd``: USD/hour per cost unit.
+    * ``max_rep[g]``: replica cap (inf: none); ``card_cap[i]``: card cap of GPU ``i`` (inf: none).
+    * ``weight[g]``: tie-break weight: cards per replica (``tensor_parallel``).
+    * ``budget_units``: budget in cost units, rounded down (``None``: no budget).
+    * ``usable[g]``: ``g`` can serve a demanded shape (:func:`usable_options`).
+    * ``replica_cap[g]``: replicas the caps allow (:func:`cap_bound`).
+    """
+
+    bucket_keys: tuple[str, ...]
+    demand: FloatArray
+    raw_demand_total: float
+    keys: tuple[str, ...]
+    gpus: tuple[str, ...]
+    gpu_of: IntArray
+    tp: IntArray
+    usd: FloatArray
+    cost: FloatArray
+    unit_usd: float
+    cap: FloatArray
+    max_rep: FloatArray
+    card_cap: FloatArray
+    weight: FloatArray
+    min_replicas: int
+    allow_mix: bool
+    budget_usd_per_hour: float | None
+    budget_units: float | None
+    time_limit_s: float
+    usable: BoolArray
+    replica_cap: FloatArray
+
+    @property
+    def demanded(self) -> BoolArray:
+        """Buckets with positive demand."""
+        return self.demand > 0.0
+
+    def gpu_index(self, gpu_id: str) -> int:
+        """Index ``i`` of ``gpu_id`` (raises ``ValueError`` if no option uses it)."""
+        return self.gpus.index(gpu_id)
+
+
+def quantise_costs(usd: FloatArray) -> tuple[FloatArray, float]:
+    """Exact integer cost units for USD/hour prices.
+
+    Returns ``(cost, unit_usd)`` with ``cost[g] * unit_usd == usd[g]`` for the smallest decimal
+    unit ``10**-k`` (k = 0..6) that makes every price an integer within 1e-6 units; if none does,
+    prices are rounded to micro-dollars per hour (documented resolution). Integer costs make any
+    two fleets' costs either equal or at least one unit apart, which is what lets the tie-break
+    stage and HiGHS' integral-objective detection be exact.
+    """
+    for decimals in range(MAX_COST_DECIMALS + 1):
+        scaled = usd * (10.0**decimals)
+        rounded = np.round(scaled)
+        if usd.size == 0 or bool(np.all(np.abs(scaled - rounded) <= 1e-6)):
+            return rounded, 10.0**-decimals
+    return np.round(usd * 10.0**MAX_COST_DECIMALS), 10.0**-MAX_COST_DECIMALS
+
+
+def budget_in_units(budget_usd_per_hour: float, unit_usd: float) -> float:
+    """Budget in cost units, rounded down (a budget within 1e-6 units of an integer is that
+    integer: 12.3 USD/hour at 1e-4 USD/unit is 123000 units, not 122999)."""
+    scaled = budget_usd_per_hour / unit_usd
+    nearest = round(scaled)
+    return float(nearest) if abs(scaled - nearest) <= 1e-6 else float(math.floor(scaled))
+
+
+def canonicalize(problem: FleetProblem) -> Canon:
+    """Sort buckets and options by key and turn the problem into arrays (see :class:`Canon`)."""
+    bucket_order = sorted(range(len(problem.buckets)), key=lambda s: problem.buckets[s].key)
+    buckets = tuple(problem.buckets[s] for s in bucket_order)
+    options = tuple(sorted(problem.options, key=lambda o: o.key))
+    gpus = tuple(sorted({o.gpu_id for o in options}))
+    gpu_pos = {gpu: i for i, gpu in enumerate(gpus)}
+    n_options = len(options)
+
+    demand = np.array([b.demand_qps for b in buckets], dtype=np.float64) * (1.0 + problem.headroom)
+    cap = np.zeros((len(buckets), n_options), dtype=np.float64)
+    for g, option in enumerate(options):
+        cap[:, g] = [option.capacity_qps[s] for s in bucket_order]
+    usd = np.array([o.usd_per_hour for o in options], dtype=np.float64)
+    cost, unit_usd = quantise_costs(usd)
+    tp = np.array([o.tensor_parallel for o in options], dtype=np.int64)
+    max_cards = dict(problem.max_cards)
+    card_cap = np.array(
+        [float(max_cards[gpu]) if gpu in max_cards else math.inf for gpu in gpus],
+        dtype=np.float64,
+    )
+    max_rep = np.array(
+        [math.inf if o.max_replicas is None else float(o.max_replicas) for o in options],
+        dtype=np.float64,
+    )
+    budget = problem.budget_usd_per_hour
+    gpu_of = np.array([gpu_pos[o.gpu_id] for o in options], dtype=np.int64)
+    demanded = demand > 0.0
+    rows = cap[demanded] if bool(demanded.any()) else cap
+    return Canon(
+        bucket_keys=tuple(b.key for b in buckets),
+        demand=demand,
+        raw_demand_total=problem.total_demand_qps,
+        keys=tuple(o.key for o in options),
+        gpus=gpus,
+        gpu_of=gpu_of,
+        tp=tp,
+        usd=usd,
+        cost=cost,
+        unit_usd=unit_usd,
+        cap=cap,
+        max_rep=max_rep,
+        card_cap=card_cap,
+        weight=tp.astype(np.float64),
+        min_replicas=problem.min_replicas,
+        allow_mix=problem.allow_mix,
+        budget_usd_per_hour=budget,
+        budget_units=None if budget is None else budget_in_units(budget, unit_usd),
+        time_limit_s=problem.time_limit_s,
+        usable=np.asarray((rows > 0.0).any(axis=0), dtype=np.bool_),
+        replica_cap=np.minimum(max_rep, np.floor(card_cap[gpu_of] / tp)),
+    )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Fleet:
+    """A fleet in canon coordinates: ``x[g]`` replicas per option and ``served[s, g]``
+    requests/s of bucket ``s`` on option ``g`` (headroom included)."""
+
+    x: IntArray
+    served: FloatArray
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Selection:
+    """The options one model uses (``cols`` index into the canon, ascending) and their integer
+    upper bounds ``upper[j]`` (replicas of option ``cols[j]``). ``single_type`` says whether the
+    model needs the one-GPU-type binaries (C5): more than one GPU left and a mix not allowed.
+    """
+
+    cols: IntArray
+    upper: FloatArray
+    single_type: bool
+
+    @property
+    def size(self) -> int:
+        return int(self.cols.size)
+
+
+def usable_options(canon: Canon, gpu_id: str | None) -> BoolArray:
+    """Options in scope (all, or one GPU's) that can serve at least one demanded shape.
+
+    With no demand at all, any option that can serve some shape is usable (it can count towards
+    ``min_replicas``). A replica that serves none of the demanded shapes is never planned: it
+    would only pad ``min_replicas`` with hardware that cannot take over any traffic.
+    """
+    usable: BoolArray = canon.usable.copy()
+    if gpu_id is not None:
+        usable &= np.equal(canon.gpu_of, canon.gpu_index(gpu_id))
+    return usable
+
+
+def cap_bound(canon: Canon) -> FloatArray:
+    """Per option, the replicas the caps allow: ``min(max_replicas, floor(max_cards / tp))``."""
+    return canon.replica_cap
+
+
+def covering_gpus(canon: Canon, mask: BoolArray) -> BoolArray:
+    """Per GPU, whether its options in ``mask`` can together serve every demanded shape."""
+    demanded = canon.demanded
+    covers = np.zeros(len(canon.gpus), dtype=np.bool_)
+    for i in np.unique(canon.gpu_of[mask]):
+        mine: BoolArray = mask & np.equal(canon.gpu_of, i)
+        if not bool(mine.any()):
+            continue
+        servable: BoolArray = np.asarray((canon.cap[:, mine] > 0.0).any(axis=1), np.bool_)
+        covers[i] = bool(np.all(servable[demanded]))
+    return covers
+
+
+def load_replicas(canon: Canon, cols: IntArray) -> FloatArray:
+    """Per option in ``cols``: replicas needed if it served ALL demand it can serve alone
+    (``sum_s demand[s] / cap[s, g]`` over demanded, servable ``s``)."""
+    cap = canon.cap[:, cols]
+    demand = canon.demand[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_bucket = np.where(cap > 0.0, demand / np.where(cap > 0.0, cap, 1.0), 0.0)
+    out: FloatArray = per_bucket.sum(axis=0)
+    return out
+
+
+def ceil_load(load: FloatArray) -> FloatArray:
+    """Replicas that carry ``load`` replicas of work: ``ceil`` with :data:`LOAD_RTOL` slack."""
+    out: FloatArray = np.ceil(load - LOAD_RTOL * np.maximum(1.0, load))
+    return np.maximum(out, 0.0)
+
+
+def select(canon: Canon, mode: Mode, gpu_id: str | None = None) -> Selection:
+    """Options and bounds for one model.
+
+    COST: drop options the caps forbid entirely, GPUs that cannot cover every demanded shape
+    when one type is required, and dominated options (:func:`dominated`); bound
+    ``x[g] <= min(caps, max(min_replicas, ceil(load[g])))``: an optimal fleet never has more
+    replicas of ``g`` than it needs to carry all the load ``g`` can carry alone and meet
+    ``min_replicas`` (one fewer would still be feasible and strictly cheaper, costs being > 0).
+
+    SCALE: same drops; bound ``x[g] <= min(caps, floor(budget_units / cost[g]))``.
+
+    ELASTIC: only scope and usefulness; bound ``max(min_replicas, ceil(load[g]))``, caps left to
+    soft constraints.
+    """
+    single = gpu_id is None and not canon.allow_mix
+    mask = usable_options(canon, gpu_id)
+    caps = cap_bound(canon)
+    budget = math.inf if canon.budget_units is None else canon.budget_units
+    by_budget = np.floor(budget / canon.cost)
+    if mode is not Mode.ELASTIC:
+        mask &= caps >= 1.0
+        if mode is Mode.SCALE:
+            mask &= by_budget >= 1.0
+    if single or gpu_id is not None:
+        covers = covering_gpus(canon, mask)
+        mask &= covers[canon.gpu_of]
+    cols = np.flatnonzero(mask).astype(np.int64)
+    need = np.maximum(float(canon.min_replicas), ceil_load(load_replicas(canon, cols)))
+    if mode is Mode.COST:
+        reach = need
+    elif mode is Mode.SCALE:
+        reach = by_budget[cols]
+    else:
+        reach = need
+    upper = reach if mode is Mode.ELASTIC else np.minimum(caps[cols], reach)
+    if mode is not Mode.ELASTIC and cols.size > _GROUP_DEDUP_MIN:
+        keep = ~same_group_dominated(canon, cols, reach)
+        cols, upper, reach = cols[keep], upper[keep], reach[keep]
+    if mode is not Mode.ELASTIC and cols.size > 1:
+        keep = ~dominated(canon, cols, reach, allow_cross_gpu=canon.allow_mix and not single)
+        cols, upper = cols[keep], upper[keep]
+    n_gpus = np.unique(canon.gpu_of[cols]).size
+    return Selection(cols=cols, upper=upper.astype(np.float64), single_type=single and n_gpus > 1)
+
+
+def same_group_dominated(canon: Canon, cols: IntArray, reach: FloatArray) -> BoolArray:
+    """The cheap special case of :func:`dominated` (``n = 1``), run first to shrink the pairwise
+    test: among options with the same GPU, tensor-parallel degree and capacities (the same
+    replica from several offers), everything dearer than the cheapest effectively uncapped one
+    (ties: earlier key) is dominated by it. Cheaper capped offers stay."""
+    n_cols = cols.size
+    key = np.column_stack(
+        [canon.gpu_of[cols], canon.tp[cols], canon.cap[:, cols].T.astype(np.float64)]
+    )
+    _, group = np.unique(key, axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    # (cost, position) as one exact float: costs are integers far below 2**53 / n_cols.
+    score = canon.cost[cols] * n_cols + np.arange(n_cols)
+    uncapped = canon.max_rep[cols] >= reach
+    best = np.full(int(group.max()) + 1, np.inf)
+    np.minimum.at(best, group[uncapped], score[uncapped])
+    out: BoolArray = score > best[group]
+    return out
+
+
+def dominated(
+    canon: Canon, cols: IntArray, reach: FloatArray, *, allow_cross_gpu: bool
+) -> BoolArray:
+    """Which options in ``cols`` can be dropped without changing the optimum (bool per entry).
+
+    Option ``h`` is dominated by ``n >= 1`` replicas of option ``g`` when swapping every replica
+    of ``h`` for ``n`` of ``g`` always keeps a fleet feasible and no worse in (cost, cards):
+
+    * capacity: ``n * cap[s, g] >= cap[s, h]`` for every demanded shape ``s`` (the load one
+      ``h`` replica carried fits in ``n`` ``g`` replicas' time, shape by shape);
+    * preference: ``n * cost[g] < cost[h]``; or equal cost and ``n * tp[g] < tp[h]``; or both
+      equal and (``n > 1`` or ``g``'s key sorts first). The last clause only breaks exact ties
+      (e.g. the same card at the same price from two providers) so the relation stays acyclic;
+    * the swap cannot break a cap: ``g`` has no ``max_replicas``; on the same GPU either the GPU
+      has no card cap or ``n * tp[g] <= tp[h]`` (cards do not grow); across GPUs only when a mix
+      is allowed and ``g``'s GPU has no card cap. Replica count grows (``n >= 1``), so
+      ``min_replicas`` still holds; cost does not grow, so neither does a budget.
+
+    Take any optimal fleet and swap dominated options out, the most dominated first (the
+    relation is acyclic: a cycle would need equal costs, equal cards and ``n = 1`` all round,
+    with key ranks strictly decreasing): the result is feasible, equally cheap, uses no more
+    cards and no dropped option. So the pruned problem has the same optimal cost and the same
+    fewest-cards tie-break value; the oracle tests check this. Granularity is respected because
+    the swap is replica-for-``n``-replicas, never fractional.
+
+    ``reach[j]`` bounds ``x`` of option ``cols[j]`` in every fleet that matters (the need bound
+    in cost solves, ``floor(budget / cost)`` in load-scaling solves). A cap at or above what the
+    options could reach never binds: removing it leaves the same optimal fleets, so for this
+    test such an option counts as uncapped (and such a GPU as card-free).
+    """
+    cap = canon.cap[canon.demanded][:, cols]  # (S_d, G)
+    n_cols = cols.size
+    # ratio[g, h] = max_s cap[s, h] / cap[s, g]: how many g replicas one h replica is worth.
+    ratio = np.zeros((n_cols, n_cols), dtype=np.float64)
+    for row in cap:
+        g_cap = row[:, None]
+        h_cap = row[None, :]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            need = np.where(h_cap > 0.0, np.where(g_cap > 0.0, h_cap / g_cap, np.inf), 0.0)
+        np.maximum(ratio, need, out=ratio)
+    finite = ratio <= _MAX_DOMINATION_FACTOR
+    n = np.maximum(1.0, np.ceil(np.where(finite, ratio, 1.0)))
+    # Verify in floats what the ceil promised (a ratio a hair under an integer must not count).
+    fits = finite.copy()
+    for row in cap:
+        fits &= (n * row[:, None]) >= row[None, :]
+    cost = canon.cost[cols]
+    weight = canon.weight[cols]
+    n_cost = n * cost[:, None]
+    n_weight = n * weight[:, None]
+    earlier = np.arange(n_cols)[:, None] < np.arange(n_cols)[None, :]
+    same_cost = n_cost == cost[None, :]
+    better = (n_cost < cost[None, :]) | (
+        same_cost
+        & ((n_weight < weight[None, :]) | ((n_weight == weight[None, :]) & ((n > 1.0) | earlier)))
+    )
+    gpu = canon.gpu_of[cols]
+    tp = canon.tp[cols].astype(np.float64)
+    uncapped_g = (canon.max_rep[cols] >= reach)[:, None]
+    gpu_reach = np.zeros(len(canon.gpus))
+    np.add.at(gpu_reach, gpu, reach * tp)
+    g_card_free = (canon.card_cap[gpu] >= gpu_reach[gpu])[:, None]
+    same_gpu = gpu[:, None] == gpu[None, :]
+    same_ok = same_gpu & (g_card_free | (n * tp[:, None] <= tp[None, :]))
+    cross_ok = (~same_gpu) & g_card_free if allow_cross_gpu else np.zeros_like(same_gpu)
+    dominates = fits & better & uncapped_g & (same_ok | cross_ok)
+    np.fill_diagonal(dominates, False)
+    out: BoolArray = dominates.any(axis=0)
+    return out

@@ -1,0 +1,141 @@
+"""Exact minimum-cost fleets without HiGHS, for scopes with one or two options.
+
+After pruning, most single-GPU scopes (the "alternatives") keep one or two options: the
+smallest tensor-parallel degree that serves the short shapes and a larger one for the shapes
+that need more memory. A HiGHS call costs about 1.3 ms even on such a model (measured on a
+2-core machine), so these are solved here, exactly, with the same objective and tie-break as
+:mod:`milp` (cost, then cards; remaining ties: fewer replicas of the option whose key sorts
+first).
+
+One option ``g``: ``x = max(m, ceil(L[g]))`` if within its bound.
+
+Two options ``a``, ``b``: for fixed ``x[a]``, the load ``b`` must carry is the minimum of a
+fractional knapsack: ``a``'s replica-time goes to the shapes in decreasing order of
+``cap[s,a] / cap[s,b]`` (each second of ``a`` removes the most ``b``-time there), after the
+shapes only ``a`` can serve. That minimum is piecewise linear in ``x[a]`` (``np.interp`` over
+the cumulative breakpoints), so ``x[b] = max(ceil(load_b), m - x[a])`` and every ``x[a]`` in
+``0..U[a]`` is scored at once with numpy (``a`` is the option with the smaller bound; above
+:data:`MAX_ENUMERATED` counts the MILP takes over). Enumerating ``x[a]`` and taking the least
+``x[b]`` covers every optimal fleet, costs being > 0.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from service.domain.solver.candidates import (
+    Canon,
+    Fleet,
+    Selection,
+    ceil_load,
+    load_replicas,
+)
+
+# Scopes up to this many options per GPU are solved here.
+MAX_EXACT_OPTIONS = 2
+# Enumerating more replica counts than this is left to the MILP (memory, not correctness).
+MAX_ENUMERATED = 200_000
+
+
+def exact_fleet(canon: Canon, sel: Selection) -> tuple[bool, Fleet | None]:
+    """``(handled, fleet)``: ``handled`` is False when the scope is too big for this module
+    (use the MILP); ``fleet`` is ``None`` when handled and infeasible."""
+    gpus = canon.gpu_of[sel.cols]
+    groups = [np.flatnonzero(gpus == i) for i in np.unique(gpus)]
+    if float(np.min(sel.upper)) > MAX_ENUMERATED:
+        return False, None
+    if sel.single_type:
+        if any(group.size > MAX_EXACT_OPTIONS for group in groups):
+            return False, None
+        best: Fleet | None = None
+        for group in groups:
+            fleet = _group_fleet(canon, sel, group)
+            if fleet is not None and (best is None or _rank(canon, fleet) < _rank(canon, best)):
+                best = fleet
+        return True, best
+    if sel.size > MAX_EXACT_OPTIONS:
+        return False, None
+    return True, _group_fleet(canon, sel, np.arange(sel.size))
+
+
+def _rank(canon: Canon, fleet: Fleet) -> tuple[float, float]:
+    return float(np.dot(canon.cost, fleet.x)), float(np.dot(canon.tp, fleet.x))
+
+
+def _group_fleet(canon: Canon, sel: Selection, group: np.ndarray) -> Fleet | None:
+    if group.size == 1:
+        return _one(canon, int(sel.cols[group[0]]), float(sel.upper[group[0]]))
+    j_a, j_b = int(group[0]), int(group[1])
+    if sel.upper[j_b] < sel.upper[j_a]:  # enumerate the shorter range
+        j_a, j_b = j_b, j_a
+    return _two(canon, sel, j_a, j_b)
+
+
+def _one(canon: Canon, g: int, upper: float) -> Fleet | None:
+    demanded = canon.demanded
+    if bool(np.any(canon.cap[demanded, g] <= 0.0)):
+        return None
+    load = float(load_replicas(canon, np.array([g]))[0])
+    need = max(float(canon.min_replicas), float(ceil_load(np.array([load]))[0]))
+    if need > upper:
+        return None
+    x = np.zeros(len(canon.keys), dtype=np.int64)
+    x[g] = int(need)
+    served = np.zeros_like(canon.cap)
+    served[demanded, g] = canon.demand[demanded]
+    return Fleet(x, served)
+
+
+def _two(canon: Canon, sel: Selection, j_a: int, j_b: int) -> Fleet | None:
+    g_a, g_b = int(sel.cols[j_a]), int(sel.cols[j_b])
+    u_a, u_b = float(sel.upper[j_a]), float(sel.upper[j_b])
+    dem = np.flatnonzero(canon.demanded)
+    demand = canon.demand[dem]
+    cap_a, cap_b = canon.cap[dem, g_a], canon.cap[dem, g_b]
+    if bool(np.any((cap_a <= 0.0) & (cap_b <= 0.0))):
+        return None
+    only_a = cap_b <= 0.0
+    only_b = cap_a <= 0.0
+    flex = np.flatnonzero(~only_a & ~only_b)
+    forced_a = float(np.sum(demand[only_a] / cap_a[only_a]))  # replicas of a, at least
+    forced_b = float(np.sum(demand[only_b] / cap_b[only_b]))
+    # Flexible shapes in decreasing cap_a / cap_b (ties: bucket order).
+    order = flex[np.lexsort((flex, -(cap_a[flex] / cap_b[flex])))]
+    time_a = demand[order] / cap_a[order]  # replicas of a to carry the whole shape
+    time_b = demand[order] / cap_b[order]  # replicas of b to carry the whole shape
+    cum_a = np.concatenate(([0.0], np.cumsum(time_a)))
+    left_b = float(np.sum(time_b)) - np.concatenate(([0.0], np.cumsum(time_b)))
+
+    x_a = np.arange(0.0, u_a + 1.0)
+    spare_a = np.clip(x_a - forced_a, 0.0, cum_a[-1])
+    load_b = forced_b + np.interp(spare_a, cum_a, left_b)
+    x_b = np.maximum(ceil_load(load_b), float(canon.min_replicas) - x_a)
+    x_b = np.maximum(x_b, 0.0)
+    ok = (x_a >= float(ceil_load(np.array([forced_a]))[0])) & (x_b <= u_b)
+    i_a, i_b = int(canon.gpu_of[g_a]), int(canon.gpu_of[g_b])
+    cards = x_a * float(canon.tp[g_a]) + x_b * float(canon.tp[g_b])
+    if i_a == i_b and math.isfinite(canon.card_cap[i_a]):
+        ok &= cards <= canon.card_cap[i_a]
+    if not bool(ok.any()):
+        return None
+    cost = x_a * canon.cost[g_a] + x_b * canon.cost[g_b]
+    candidates = np.flatnonzero(ok)
+    first = x_a if g_a < g_b else x_b  # ties: fewer replicas of the option whose key sorts first
+    order_key = (first[candidates], cards[candidates], cost[candidates])
+    best = candidates[np.lexsort(order_key)[0]]
+
+    x = np.zeros(len(canon.keys), dtype=np.int64)
+    x[g_a] = int(x_a[best])
+    x[g_b] = int(x_b[best])
+    served = np.zeros_like(canon.cap)
+    served[dem[only_a], g_a] = demand[only_a]
+    served[dem[only_b], g_b] = demand[only_b]
+    spare = max(0.0, float(x_a[best]) - forced_a)
+    for pos in order:
+        on_a = min(float(demand[pos]), spare * float(cap_a[pos]))
+        spare = max(0.0, spare - on_a / float(cap_a[pos]))
+        served[dem[pos], g_a] = on_a
+        served[dem[pos], g_b] = float(demand[pos]) - on_a
+    return Fleet(x, served)

@@ -1,0 +1,183 @@
+"""Explanations: which constraints are active at a fleet, and why a problem has no fleet.
+
+Binding labels (also :attr:`Reason.label` spellings): ``demand:<bucket>``,
+``max_cards:<gpu_id>``, ``max_replicas:<option key>``, ``min_replicas``, ``budget``.
+Pure functions over the canonical arrays; no solver calls here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from service.domain.solver.candidates import Canon, IntArray, cap_bound, usable_options
+from service.domain.solver.types import Reason, ReasonCode
+
+
+def active_constraints(canon: Canon, x: IntArray, cost_units: float) -> tuple[str, ...]:
+    """Labels of the constraints tight at fleet ``x`` (replicas per canon option), sorted.
+
+    * ``demand:<bucket>`` for every demanded bucket (C1 is an equality: always active);
+    * ``max_cards:<gpu>`` when the GPU's cards equal its cap (cap > 0);
+    * ``max_replicas:<option>`` when the option's replicas equal its cap (cap > 0);
+    * ``min_replicas`` when the fleet has exactly ``min_replicas`` replicas (> 0);
+    * ``budget`` when the fleet costs the budget or more (``cost_units`` in cost units).
+
+    Active is not the same as costly: relaxing an active cap may leave the cost unchanged
+    (:func:`service.domain.solver.whatif.relaxation_savings` measures that).
+    """
+    labels: list[str] = [f"demand:{canon.bucket_keys[s]}" for s in np.flatnonzero(canon.demanded)]
+    cards = np.bincount(canon.gpu_of, weights=x * canon.tp, minlength=len(canon.gpus))
+    card_capped = np.isfinite(canon.card_cap) & (canon.card_cap > 0)
+    for i in np.flatnonzero(card_capped & (cards == canon.card_cap)):
+        labels.append(f"max_cards:{canon.gpus[i]}")
+    rep_capped = np.isfinite(canon.max_rep) & (canon.max_rep > 0)
+    for g in np.flatnonzero(rep_capped & (x == canon.max_rep)):
+        labels.append(f"max_replicas:{canon.keys[g]}")
+    if canon.min_replicas > 0 and int(x.sum()) == canon.min_replicas:
+        labels.append("min_replicas")
+    if canon.budget_units is not None and cost_units >= canon.budget_units:
+        labels.append("budget")
+    return tuple(sorted(labels))
+
+
+def coverage_reasons(canon: Canon, gpu_id: str | None) -> tuple[Reason, ...]:
+    """Shapes nobody can serve, whatever the caps (capacities are all 0).
+
+    * whole problem: ``unservable_bucket`` per such bucket; with ``allow_mix=False`` and every
+      bucket servable by some GPU, ``no_single_type`` plus ``gpu_cannot_serve`` per GPU when no
+      single GPU serves them all;
+    * one GPU (``gpu_id``): ``gpu_cannot_serve`` listing the shapes it cannot serve.
+    """
+    demanded = canon.demanded
+    if gpu_id is not None:
+        mine = canon.gpu_of == canon.gpu_index(gpu_id)
+        missing = _unservable(canon, mine)
+        if missing:
+            return (_gpu_cannot_serve(gpu_id, missing),)
+        return ()
+    everyone = np.ones(len(canon.keys), dtype=np.bool_)
+    missing = _unservable(canon, everyone)
+    if missing:
+        return tuple(
+            Reason(
+                ReasonCode.UNSERVABLE_BUCKET,
+                bucket,
+                buckets=(bucket,),
+                message=f"no option can serve bucket {bucket!r} within the SLO",
+            )
+            for bucket in missing
+        )
+    if canon.allow_mix or not bool(demanded.any()):
+        return ()
+    per_gpu = [(gpu, _unservable(canon, canon.gpu_of == i)) for i, gpu in enumerate(canon.gpus)]
+    if any(not gaps for _, gaps in per_gpu):
+        return ()
+    return (
+        Reason(
+            ReasonCode.NO_SINGLE_TYPE,
+            message="no single GPU type can serve every bucket, and mixing types is disallowed",
+        ),
+        *(_gpu_cannot_serve(gpu, gaps) for gpu, gaps in per_gpu),
+    )
+
+
+def _unservable(canon: Canon, mask: np.ndarray) -> tuple[str, ...]:
+    servable = (canon.cap[:, mask] > 0.0).any(axis=1)
+    return tuple(canon.bucket_keys[s] for s in np.flatnonzero(canon.demanded & ~servable))
+
+
+def _gpu_cannot_serve(gpu_id: str, buckets: tuple[str, ...]) -> Reason:
+    return Reason(
+        ReasonCode.GPU_CANNOT_SERVE,
+        gpu_id,
+        buckets=buckets,
+        message=f"{gpu_id} cannot serve bucket(s) {', '.join(buckets)} within the SLO",
+    )
+
+
+def max_replicas_allowed(canon: Canon, gpu_id: str | None) -> float:
+    """Most replicas the caps allow among usable options (inf when unbounded).
+
+    Per GPU, smallest tensor-parallel degree first within its card cap (greedy is optimal: every
+    replica counts one). Single-type problems take the best GPU; mixes add them up.
+    """
+    usable = usable_options(canon, gpu_id)
+    bound = cap_bound(canon)
+    per_gpu: list[float] = []
+    for i in range(len(canon.gpus)):
+        cols = np.flatnonzero(usable & (canon.gpu_of == i))
+        if cols.size == 0:
+            continue
+        cards_left = float(canon.card_cap[i])
+        total = 0.0
+        for g in sorted(cols.tolist(), key=lambda g: (int(canon.tp[g]), g)):
+            by_cards = math.inf if math.isinf(cards_left) else float(cards_left // int(canon.tp[g]))
+            take = min(float(bound[g]), by_cards)
+            if math.isinf(take):
+                return math.inf
+            total += take
+            cards_left -= take * int(canon.tp[g])
+        per_gpu.append(total)
+    if not per_gpu:
+        return 0.0
+    single = gpu_id is not None or not canon.allow_mix
+    return max(per_gpu) if single else math.fsum(per_gpu)
+
+
+def min_replicas_reason(canon: Canon, gpu_id: str | None) -> Reason | None:
+    """``min_replicas`` when the caps allow fewer replicas than it asks for."""
+    allowed = max_replicas_allowed(canon, gpu_id)
+    if canon.min_replicas <= allowed:
+        return None
+    shortfall = canon.min_replicas - allowed
+    return Reason(
+        ReasonCode.MIN_REPLICAS,
+        shortfall=shortfall,
+        message=(
+            f"min_replicas is {canon.min_replicas} but the caps allow at most "
+            f"{int(allowed)} replicas"
+        ),
+    )
+
+
+def cap_reason(code: ReasonCode, subject: str, excess: float) -> Reason:
+    """A cap that must grow by ``excess`` (cards for ``max_cards``, replicas for
+    ``max_replicas``, rounded up) for the demand to fit."""
+    amount = float(math.ceil(excess - 1e-6))
+    unit = "cards" if code is ReasonCode.MAX_CARDS else "replicas"
+    return Reason(
+        code,
+        subject,
+        shortfall=amount,
+        message=f"{code}:{subject} is {int(amount)} {unit} short of what the demand needs",
+    )
+
+
+def budget_reason(shortfall_usd_per_hour: float) -> Reason:
+    return Reason(
+        ReasonCode.BUDGET,
+        shortfall=shortfall_usd_per_hour,
+        message=f"the cheapest fleet costs {shortfall_usd_per_hour:.4f} USD/hour over budget",
+    )
+
+
+def single_type_reason() -> Reason:
+    return Reason(
+        ReasonCode.SINGLE_TYPE,
+        message="a mix of GPU types would meet the demand under the same caps",
+    )
+
+
+def time_limit_reason(*, found: bool = False) -> Reason:
+    if found:
+        return Reason(
+            ReasonCode.TIME_LIMIT,
+            message="the time limit stopped the search; the fleet may not be the cheapest",
+        )
+    return Reason(ReasonCode.TIME_LIMIT, message="no feasible fleet found within the time limit")
+
+
+def solver_error_reason() -> Reason:
+    return Reason(ReasonCode.SOLVER_ERROR, message="the MILP solver failed on this problem")

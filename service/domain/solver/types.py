@@ -1,0 +1,268 @@
+"""Inputs and outputs of the fleet solver.
+
+Units are in the names: ``*_qps`` is requests per second, ``usd_per_hour`` is US dollars per
+hour, ``time_limit_s`` is wall-clock seconds. A *replica* is one model instance spread over
+``tensor_parallel`` *cards* (GPUs). Every value is frozen; collections are tuples so equal
+inputs hash and compare equal.
+
+Construction validates the values (finite, non-negative, consistent lengths, unique keys) and
+raises :class:`service.domain.errors.InvalidInput` naming the offending field.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+from service.domain.errors import InvalidInput
+
+
+def _finite_non_negative(value: float, field: str) -> None:
+    if not math.isfinite(value) or value < 0:
+        raise InvalidInput(f"{field} must be finite and >= 0, got {value!r}", field=field)
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    """One request shape of the workload.
+
+    ``demand_qps`` is the offered load of this shape in requests/s *before* headroom.
+    """
+
+    key: str
+    demand_qps: float
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            raise InvalidInput("bucket key must be non-empty", field="key")
+        _finite_non_negative(self.demand_qps, "demand_qps")
+
+
+@dataclass(frozen=True, slots=True)
+class FleetOption:
+    """One way to run one replica: a GPU type, a tensor-parallel degree and a price offer.
+
+    ``usd_per_hour`` is the price of ONE replica (all its ``tensor_parallel`` cards) per hour;
+    instance billing is already folded in by the planner. It must be > 0: a free option would
+    make "the most load a budget buys" unbounded.
+
+    ``capacity_qps[s]`` is the largest request rate of bucket ``s`` (same order as
+    ``FleetProblem.buckets``) that ONE replica sustains within the latency SLO when it serves only
+    that shape; ``0.0`` means the replica cannot serve the shape at all. A replica that serves
+    several shapes time-shares: rates ``r_s`` fit iff ``sum_s r_s / capacity_qps[s] <= 1``.
+
+    ``max_replicas`` caps how many replicas this offer can supply (``None``: unbounded).
+    """
+
+    key: str
+    gpu_id: str
+    tensor_parallel: int
+    usd_per_hour: float
+    capacity_qps: tuple[float, ...]
+    max_replicas: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            raise InvalidInput("option key must be non-empty", field="key")
+        if not self.gpu_id:
+            raise InvalidInput(f"option {self.key!r}: gpu_id must be non-empty", field="gpu_id")
+        if self.tensor_parallel < 1:
+            raise InvalidInput(
+                f"option {self.key!r}: tensor_parallel must be >= 1, got {self.tensor_parallel}",
+                field="tensor_parallel",
+            )
+        if not math.isfinite(self.usd_per_hour) or self.usd_per_hour <= 0:
+            raise InvalidInput(
+                f"option {self.key!r}: usd_per_hour must be finite and > 0, "
+                f"got {self.usd_per_hour!r}",
+                field="usd_per_hour",
+            )
+        for qps in self.capacity_qps:
+            _finite_non_negative(qps, "capacity_qps")
+        if self.max_replicas is not None and self.max_replicas < 0:
+            raise InvalidInput(
+                f"option {self.key!r}: max_replicas must be >= 0, got {self.max_replicas}",
+                field="max_replicas",
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class FleetProblem:
+    """Everything one solve needs.
+
+    * ``headroom``: every bucket's demand is multiplied by ``1 + headroom`` before it is served
+      (0.2 = plan for 20 % more load than offered).
+    * ``min_replicas``: the fleet has at least this many replicas in total (redundancy).
+      Only options that can serve at least one demanded shape count (see ``milp``).
+    * ``max_cards``: ``(gpu_id, cards)`` pairs; the fleet uses at most ``cards`` cards of that
+      GPU, summed over all its options (``replicas * tensor_parallel``). GPUs not listed are
+      unbounded.
+    * ``allow_mix``: ``False`` forces every replica onto ONE ``gpu_id`` (several offers and
+      tensor-parallel degrees of that GPU remain allowed).
+    * ``budget_usd_per_hour``: when the cheapest fleet costs more, the solve says
+      ``over_budget`` and reports how much load the budget would buy.
+    * ``time_limit_s``: wall-clock limit of EACH HiGHS call (a solve makes at most three:
+      see :func:`service.domain.solver.milp.solve_fleet`).
+
+    The order of ``buckets`` and ``options`` does not matter: the solver sorts both by key, so
+    shuffled inputs give identical results.
+    """
+
+    buckets: tuple[Bucket, ...]
+    options: tuple[FleetOption, ...]
+    headroom: float = 0.0
+    min_replicas: int = 0
+    max_cards: tuple[tuple[str, int], ...] = ()
+    allow_mix: bool = True
+    budget_usd_per_hour: float | None = None
+    time_limit_s: float = 2.0
+
+    def __post_init__(self) -> None:
+        bucket_keys = [b.key for b in self.buckets]
+        if len(set(bucket_keys)) != len(bucket_keys):
+            raise InvalidInput("bucket keys must be unique", field="buckets")
+        option_keys = [o.key for o in self.options]
+        if len(set(option_keys)) != len(option_keys):
+            raise InvalidInput("option keys must be unique", field="options")
+        for option in self.options:
+            if len(option.capacity_qps) != len(self.buckets):
+                raise InvalidInput(
+                    f"option {option.key!r} has {len(option.capacity_qps)} capacities for "
+                    f"{len(self.buckets)} buckets",
+                    field="options.capacity_qps",
+                )
+        _finite_non_negative(self.headroom, "headroom")
+        if self.min_replicas < 0:
+            raise InvalidInput("min_replicas must be >= 0", field="min_replicas")
+        gpu_ids = [gpu for gpu, _ in self.max_cards]
+        if len(set(gpu_ids)) != len(gpu_ids):
+            raise InvalidInput("max_cards lists a gpu_id twice", field="max_cards")
+        for gpu, cards in self.max_cards:
+            if cards < 0:
+                raise InvalidInput(f"max_cards[{gpu!r}] must be >= 0", field="max_cards")
+        if self.budget_usd_per_hour is not None:
+            _finite_non_negative(self.budget_usd_per_hour, "budget_usd_per_hour")
+        if not math.isfinite(self.time_limit_s) or self.time_limit_s <= 0:
+            raise InvalidInput("time_limit_s must be finite and > 0", field="time_limit_s")
+
+    @property
+    def total_demand_qps(self) -> float:
+        """Sum of bucket demands in requests/s, before headroom."""
+        return math.fsum(b.demand_qps for b in self.buckets)
+
+
+class SolveStatus(enum.StrEnum):
+    """How a solve ended.
+
+    * ``optimal``: the cheapest fleet, proven (MIP gap 0), within budget if one is set.
+    * ``over_budget``: the cheapest fleet (proven) costs more than the budget; it is returned
+      anyway, with ``max_qps_within_budget``.
+    * ``infeasible``: no fleet meets the demand under the caps; ``reasons`` say why.
+    * ``time_limit``: HiGHS stopped at the time limit; the best fleet found is returned with its
+      ``mip_gap`` (it may be dearer than optimal, and may exceed the budget: see ``reasons``).
+    """
+
+    OPTIMAL = "optimal"
+    OVER_BUDGET = "over_budget"
+    INFEASIBLE = "infeasible"
+    TIME_LIMIT = "time_limit"
+
+
+class ReasonCode(enum.StrEnum):
+    """Machine-readable cause attached to a non-optimal outcome.
+
+    ``subject`` of a :class:`Reason` is, per code:
+
+    * ``unservable_bucket``: the bucket key no option can serve (every capacity is 0).
+    * ``gpu_cannot_serve``: a gpu_id (single-type solves) that cannot serve ``buckets``.
+    * ``no_single_type``: empty; with ``allow_mix=False`` no one GPU serves every bucket.
+    * ``single_type``: empty; the single-type rule is what makes the demand unreachable (a mix
+      of GPU types would meet it).
+    * ``max_cards``: the gpu_id whose card cap is too low; ``shortfall`` = missing cards.
+    * ``max_replicas``: the option key whose replica cap is too low; ``shortfall`` = replicas.
+    * ``min_replicas``: empty; the caps allow fewer replicas than ``min_replicas``;
+      ``shortfall`` = missing replicas.
+    * ``budget``: empty; ``shortfall`` = USD/hour above the budget.
+    * ``time_limit``: empty; HiGHS stopped before finding (or proving) a fleet.
+    * ``solver_error``: empty; HiGHS failed (numerical trouble); not expected in practice.
+    """
+
+    UNSERVABLE_BUCKET = "unservable_bucket"
+    GPU_CANNOT_SERVE = "gpu_cannot_serve"
+    NO_SINGLE_TYPE = "no_single_type"
+    SINGLE_TYPE = "single_type"
+    MAX_CARDS = "max_cards"
+    MAX_REPLICAS = "max_replicas"
+    MIN_REPLICAS = "min_replicas"
+    BUDGET = "budget"
+    TIME_LIMIT = "time_limit"
+    SOLVER_ERROR = "solver_error"
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """One cause, precise enough for the planner to phrase a sentence from.
+
+    ``shortfall`` is in the unit the code names (cards, replicas, USD/hour); ``buckets`` lists
+    bucket keys where relevant (``gpu_cannot_serve``). ``message`` is an English fallback.
+    """
+
+    code: ReasonCode
+    subject: str = ""
+    shortfall: float | None = None
+    buckets: tuple[str, ...] = ()
+    message: str = ""
+
+    @property
+    def label(self) -> str:
+        """``code`` or ``code:subject``: the same spelling as the binding labels."""
+        return f"{self.code}:{self.subject}" if self.subject else str(self.code)
+
+
+@dataclass(frozen=True, slots=True)
+class FleetSolution:
+    """The outcome of one solve.
+
+    * ``usd_per_hour``: cost of the returned fleet (0.0 when there is none).
+    * ``replicas``: ``(option key, replicas)``, only counts > 0, sorted by key.
+    * ``cards``: ``(gpu_id, cards)``, only counts > 0, sorted by gpu_id.
+    * ``served_qps``: ``(bucket key, option key, requests/s)`` sorted by keys; rates include
+      headroom, so per bucket they add up to ``demand_qps * (1 + headroom)``.
+    * ``utilization``: ``(option key, share)``: the fraction of the option's replica-time the
+      served load uses, in [0, 1] (``sum_s served[s] / capacity[s] / replicas``).
+    * ``binding``: labels of the constraints active at this fleet, sorted: ``demand:<bucket>``
+      (always, for demanded buckets), ``max_cards:<gpu_id>``, ``max_replicas:<option>``,
+      ``min_replicas``, ``budget``. Active means tight, not necessarily costly:
+      :func:`service.domain.solver.explain.relaxation_savings` prices each one.
+    * ``max_qps_within_budget``: total offered load in requests/s, BEFORE headroom, that the
+      budget can serve with the same shape mix (``None`` when not computed).
+    * ``mip_gap``: relative gap HiGHS reported (0.0 when proven optimal).
+    * ``reasons``: why the status is not plain ``optimal``.
+    """
+
+    status: SolveStatus
+    usd_per_hour: float = 0.0
+    replicas: tuple[tuple[str, int], ...] = ()
+    cards: tuple[tuple[str, int], ...] = ()
+    served_qps: tuple[tuple[str, str, float], ...] = ()
+    utilization: tuple[tuple[str, float], ...] = ()
+    binding: tuple[str, ...] = ()
+    max_qps_within_budget: float | None = None
+    mip_gap: float = 0.0
+    reasons: tuple[Reason, ...] = ()
+
+    @property
+    def has_fleet(self) -> bool:
+        """True when a fleet is returned (every status but ``infeasible``)."""
+        return self.status is not SolveStatus.INFEASIBLE
+
+    @property
+    def total_replicas(self) -> int:
+        """Replicas in the fleet."""
+        return sum(n for _, n in self.replicas)
+
+    @property
+    def total_cards(self) -> int:
+        """Cards (GPUs) in the fleet."""
+        return sum(n for _, n in self.cards)

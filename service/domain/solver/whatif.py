@@ -1,0 +1,72 @@
+"""What-if re-solves: how much each constraint costs.
+
+Separate from :mod:`explain` because it solves again (one MILP per constraint): the planner
+calls it when it wants sentences like "the 16-card cap on h100-sxm adds 3.20 USD/hour".
+A cap can be costly without being active (it may push the fleet off a GPU entirely), so by
+default every cap in the problem is priced, not only the binding labels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from service.domain.solver.milp import solve_fleet
+from service.domain.solver.types import FleetOption, FleetProblem, FleetSolution, SolveStatus
+
+
+def constraint_labels(problem: FleetProblem) -> tuple[str, ...]:
+    """Every relaxable constraint of ``problem``, sorted: ``max_cards:<gpu>`` for capped GPUs
+    that some option uses, ``max_replicas:<option>``, ``min_replicas`` (when > 0) and
+    ``single_type`` (when mixing is disallowed)."""
+    gpus = {o.gpu_id for o in problem.options}
+    labels = [f"max_cards:{gpu}" for gpu, _ in problem.max_cards if gpu in gpus]
+    labels += [f"max_replicas:{o.key}" for o in problem.options if o.max_replicas is not None]
+    if problem.min_replicas > 0:
+        labels.append("min_replicas")
+    if not problem.allow_mix:
+        labels.append("single_type")
+    return tuple(sorted(labels))
+
+
+def _relaxed(problem: FleetProblem, label: str) -> FleetProblem | None:
+    kind, _, subject = label.partition(":")
+    if kind == "max_cards":
+        return replace(
+            problem, max_cards=tuple((gpu, n) for gpu, n in problem.max_cards if gpu != subject)
+        )
+    if kind == "max_replicas":
+        options: tuple[FleetOption, ...] = tuple(
+            replace(o, max_replicas=None) if o.key == subject else o for o in problem.options
+        )
+        return replace(problem, options=options)
+    if kind == "min_replicas":
+        return replace(problem, min_replicas=0)
+    if kind == "single_type":
+        return replace(problem, allow_mix=True)
+    return None
+
+
+def relaxation_savings(
+    problem: FleetProblem,
+    solution: FleetSolution,
+    labels: tuple[str, ...] | None = None,
+) -> tuple[tuple[str, float], ...]:
+    """``(label, USD/hour saved)``: the cost of ``solution`` minus the cost of the cheapest
+    fleet with that one constraint removed (budget ignored). 0.0 means it costs nothing.
+
+    ``labels`` defaults to :func:`constraint_labels` (one MILP each); unknown labels and labels
+    whose relaxed re-solve is not proven optimal are left out. Sorted by label.
+    """
+    if not solution.has_fleet:
+        return ()
+    base = replace(problem, budget_usd_per_hour=None)
+    out: list[tuple[str, float]] = []
+    for label in sorted(constraint_labels(problem) if labels is None else labels):
+        relaxed = _relaxed(base, label)
+        if relaxed is None:
+            continue
+        cheaper = solve_fleet(relaxed)
+        if cheaper.status is not SolveStatus.OPTIMAL:
+            continue
+        out.append((label, max(0.0, solution.usd_per_hour - cheaper.usd_per_hour)))
+    return tuple(out)

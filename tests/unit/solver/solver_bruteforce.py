@@ -1,0 +1,287 @@
+"""Brute-force reference for the fleet solver, independent of its code.
+
+Enumerates every integer replica vector in a box, filters the caps, sorts by (cost, cards) and
+checks each candidate's assignment with an LP (``scipy.optimize.linprog``) until one fits.
+Only for tiny instances. Prices must be whole cents so costs compare exactly.
+
+The box: an optimal fleet never has more than ``max(m, ceil(L[g]))`` replicas of option ``g``
+(``L[g]`` = replicas ``g`` needs to carry everything it can serve alone), so ``+ 1`` on top of
+that is a safe margin that does not rely on the solver's own bound being right.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import linprog
+
+from service.domain.solver import Bucket, FleetOption, FleetProblem
+
+TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class Reference:
+    cost_cents: int | None  # None: infeasible
+    cards: int | None
+
+
+def _arrays(problem: FleetProblem):
+    demand = np.array([b.demand_qps for b in problem.buckets]) * (1.0 + problem.headroom)
+    cap = np.array([o.capacity_qps for o in problem.options], dtype=float).reshape(
+        len(problem.options), len(problem.buckets)
+    )  # (G, S)
+    return demand, cap
+
+
+def _usable(demand: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    demanded = demand > 0
+    if demanded.any():
+        return (cap[:, demanded] > 0).any(axis=1)
+    return (cap > 0).any(axis=1)
+
+
+def assignment_fits(demand: np.ndarray, cap: np.ndarray, x: np.ndarray, scale: float = 1.0) -> bool:
+    """Is there z >= 0 with sum_g z[s,g] = scale * demand[s], sum_s z[s,g]/cap[g,s] <= x[g]?"""
+    dem = np.flatnonzero(demand > 0)
+    if dem.size == 0:
+        return True
+    pairs = [(s, g) for s in dem for g in range(len(x)) if cap[g, s] > 0 and x[g] > 0]
+    if any(not any(p[0] == s for p in pairs) for s in dem):
+        return False
+    if dem.size == 1:
+        s = dem[0]
+        return float(np.sum(cap[:, s] * x)) >= scale * demand[s] * (1 - TOL)
+    n = len(pairs)
+    a_eq = np.zeros((dem.size, n))
+    b_eq = np.zeros(dem.size)
+    for k, (s, _) in enumerate(pairs):
+        a_eq[list(dem).index(s), k] = 1.0 / demand[s]
+    b_eq[:] = scale
+    gs = sorted({g for _, g in pairs})
+    a_ub = np.zeros((len(gs), n))
+    for k, (s, g) in enumerate(pairs):
+        a_ub[gs.index(g), k] = 1.0 / cap[g, s]
+    b_ub = np.array([x[g] * (1 + TOL) for g in gs], dtype=float)
+    res = linprog(np.zeros(n), A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, method="highs")
+    return res.status == 0
+
+
+def _box(problem: FleetProblem, demand: np.ndarray, cap: np.ndarray) -> list[range]:
+    usable = _usable(demand, cap)
+    card_cap = dict(problem.max_cards)
+    ranges = []
+    for g, option in enumerate(problem.options):
+        if not usable[g]:
+            ranges.append(range(1))
+            continue
+        load = sum(
+            demand[s] / cap[g, s] for s in range(len(demand)) if demand[s] > 0 and cap[g, s] > 0
+        )
+        top = max(problem.min_replicas, math.ceil(load)) + 1
+        if option.max_replicas is not None:
+            top = min(top, option.max_replicas)
+        if option.gpu_id in card_cap:
+            top = min(top, card_cap[option.gpu_id] // option.tensor_parallel)
+        ranges.append(range(top + 1))
+    return ranges
+
+
+def _candidates(problem: FleetProblem, demand: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    ranges = _box(problem, demand, cap)
+    grid = np.array(list(itertools.product(*ranges)), dtype=np.int64).reshape(
+        -1, len(problem.options)
+    )
+    ok = grid.sum(axis=1) >= problem.min_replicas
+    for gpu, limit in problem.max_cards:
+        tp = np.array(
+            [o.tensor_parallel if o.gpu_id == gpu else 0 for o in problem.options], dtype=np.int64
+        )
+        ok &= grid @ tp <= limit
+    if not problem.allow_mix:
+        gpus = sorted({o.gpu_id for o in problem.options})
+        per_gpu = np.stack(
+            [
+                grid[:, [g for g, o in enumerate(problem.options) if o.gpu_id == gpu]].sum(axis=1)
+                for gpu in gpus
+            ],
+            axis=1,
+        )
+        ok &= (per_gpu > 0).sum(axis=1) <= 1
+    # Necessary: every bucket alone fits.
+    for s in np.flatnonzero(demand > 0):
+        ok &= grid @ cap[:, s] >= demand[s] * (1 - TOL)
+    return grid[ok]
+
+
+def cents(option: FleetOption) -> int:
+    return round(option.usd_per_hour * 100)
+
+
+def reference(problem: FleetProblem) -> Reference:
+    """Cheapest cost (cents/hour) and, among the cheapest, fewest cards; None if infeasible."""
+    demand, cap = _arrays(problem)
+    grid = _candidates(problem, demand, cap)
+    if grid.shape[0] == 0:
+        return Reference(None, None)
+    cost = grid @ np.array([cents(o) for o in problem.options], dtype=np.int64)
+    cards = grid @ np.array([o.tensor_parallel for o in problem.options], dtype=np.int64)
+    for k in np.lexsort((cards, cost)):
+        if assignment_fits(demand, cap, grid[k]):
+            return Reference(int(cost[k]), int(cards[k]))
+    return Reference(None, None)
+
+
+def reference_max_scale(problem: FleetProblem) -> float:
+    """Largest lam such that demand * lam fits a fleet within the budget (brute force)."""
+    assert problem.budget_usd_per_hour is not None
+    demand, cap = _arrays(problem)
+    budget_cents = math.floor(problem.budget_usd_per_hour * 100 + 1e-6)
+    usable = _usable(demand, cap)
+    card_cap = dict(problem.max_cards)
+    ranges = []
+    for g, option in enumerate(problem.options):
+        top = budget_cents // cents(option) if usable[g] else 0
+        if option.max_replicas is not None:
+            top = min(top, option.max_replicas)
+        if option.gpu_id in card_cap:
+            top = min(top, card_cap[option.gpu_id] // option.tensor_parallel)
+        ranges.append(range(top + 1))
+    best = 0.0
+    prices = np.array([cents(o) for o in problem.options])
+    for x in itertools.product(*ranges):
+        xv = np.array(x)
+        if int(xv @ prices) > budget_cents or xv.sum() < problem.min_replicas:
+            continue
+        if not problem.allow_mix:
+            used = {o.gpu_id for o, n in zip(problem.options, x, strict=True) if n > 0}
+            if len(used) > 1:
+                continue
+        if any(
+            sum(
+                o.tensor_parallel * n
+                for o, n in zip(problem.options, x, strict=True)
+                if o.gpu_id == gpu
+            )
+            > limit
+            for gpu, limit in problem.max_cards
+        ):
+            continue
+        best = max(best, _max_scale_of(demand, cap, xv))
+    return best
+
+
+def _max_scale_of(demand: np.ndarray, cap: np.ndarray, x: np.ndarray) -> float:
+    dem = np.flatnonzero(demand > 0)
+    pairs = [(s, g) for s in dem for g in range(len(x)) if cap[g, s] > 0 and x[g] > 0]
+    if any(not any(p[0] == s for p in pairs) for s in dem):
+        return 0.0
+    n = len(pairs)
+    # variables: z pairs, lam
+    a_eq = np.zeros((dem.size, n + 1))
+    for k, (s, _) in enumerate(pairs):
+        a_eq[list(dem).index(s), k] = 1.0 / demand[s]
+    a_eq[:, n] = -1.0
+    gs = sorted({g for _, g in pairs})
+    a_ub = np.zeros((len(gs), n + 1))
+    for k, (s, g) in enumerate(pairs):
+        a_ub[gs.index(g), k] = 1.0 / cap[g, s]
+    c = np.zeros(n + 1)
+    c[n] = -1.0
+    res = linprog(
+        c,
+        A_ub=a_ub,
+        b_ub=np.array([x[g] for g in gs], dtype=float),
+        A_eq=a_eq,
+        b_eq=np.zeros(dem.size),
+        method="highs",
+    )
+    return float(res.x[n]) if res.status == 0 else 0.0
+
+
+def random_problem(seed: int, *, max_options: int = 4, max_buckets: int = 3) -> FleetProblem:
+    """A tiny random instance: 2..max_options options over 1-3 GPUs, 1..max_buckets buckets,
+    random caps, min_replicas, allow_mix, headroom. Prices are whole cents."""
+    rng = random.Random(seed)
+    n_buckets = rng.randint(1, max_buckets)
+    n_options = rng.randint(2, max_options)
+    gpus = ["a", "b", "c"][: rng.randint(1, 3)]
+    buckets = tuple(
+        Bucket(f"b{s}", 0.0 if rng.random() < 0.15 else round(rng.uniform(0.5, 10.0), 1))
+        for s in range(n_buckets)
+    )
+    options = []
+    for g in range(n_options):
+        gpu = rng.choice(gpus)
+        tp = rng.choice([1, 1, 2, 4])
+        caps = tuple(
+            0.0 if rng.random() < 0.25 else round(rng.uniform(1.0, 8.0), 2)
+            for _ in range(n_buckets)
+        )
+        options.append(
+            FleetOption(
+                key=f"{gpu}|tp{tp}|o{g}",
+                gpu_id=gpu,
+                tensor_parallel=tp,
+                usd_per_hour=rng.randint(50, 800) / 100,
+                capacity_qps=caps,
+                max_replicas=rng.randint(0, 5) if rng.random() < 0.3 else None,
+            )
+        )
+    max_cards = tuple((gpu, rng.randint(0, 10)) for gpu in gpus if rng.random() < 0.3)
+    return FleetProblem(
+        buckets=buckets,
+        options=tuple(options),
+        headroom=rng.choice([0.0, 0.0, 0.1, 0.25]),
+        min_replicas=rng.choice([0, 0, 0, 1, 2, 3, 5]),
+        max_cards=max_cards,
+        allow_mix=rng.random() < 0.75,
+    )
+
+
+def catalog_problem(
+    seed: int, *, n_gpus: int = 8, n_buckets: int = 3, cap_prob: float = 0.15
+) -> FleetProblem:
+    """A catalog-shaped instance: per GPU, tensor-parallel degrees 1/2/4/8 whose memory admits
+    only some shapes, sub-linear TP scaling, several offers (providers) per GPU at different
+    per-card prices, a few capped offers and card caps. Too big for brute force."""
+    rng = random.Random(seed)
+    need = [1 + 3 * s / max(1, n_buckets - 1) for s in range(n_buckets)]
+    buckets = tuple(Bucket(f"b{s}", round(rng.uniform(5.0, 80.0), 1)) for s in range(n_buckets))
+    options = []
+    for i in range(n_gpus):
+        gpu = f"g{i}"
+        memory = rng.choice([16, 24, 48, 80, 141])
+        speed = rng.uniform(0.3, 3.0)
+        prices = [round(speed * rng.uniform(0.5, 1.8), 2) for _ in range(rng.randint(1, 4))]
+        for tp in (1, 2, 4, 8):
+            caps = tuple(
+                round(speed * tp**0.85 * 10 / need[s], 3) if memory * tp >= 20 * need[s] else 0.0
+                for s in range(n_buckets)
+            )
+            if max(caps) == 0:
+                continue
+            for o, price in enumerate(prices):
+                options.append(
+                    FleetOption(
+                        key=f"{gpu}|tp{tp}|o{o}",
+                        gpu_id=gpu,
+                        tensor_parallel=tp,
+                        usd_per_hour=round(price * tp * rng.uniform(0.9, 1.1), 2),
+                        capacity_qps=caps,
+                        max_replicas=rng.randint(1, 12) if rng.random() < cap_prob else None,
+                    )
+                )
+    max_cards = tuple((f"g{i}", rng.randint(4, 40)) for i in range(n_gpus) if rng.random() < 0.2)
+    return FleetProblem(
+        buckets=buckets,
+        options=tuple(options),
+        min_replicas=rng.choice([0, 0, 2, 4]),
+        max_cards=max_cards,
+        allow_mix=rng.random() < 0.8,
+        headroom=rng.choice([0.0, 0.2]),
+    )

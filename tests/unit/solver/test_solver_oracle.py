@@ -1,0 +1,116 @@
+"""The MILP against brute force on tiny seeded instances: same status, same optimal cost, same
+fewest-cards tie-break, and a fleet that really serves the demand within every cap."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from service.domain.solver import (
+    FleetProblem,
+    FleetSolution,
+    SolveStatus,
+    max_qps_within_budget,
+    solve_fleet,
+)
+from service.domain.solver import highs as highs_module
+from service.domain.solver import milp as milp_module
+from tests.unit.solver.solver_bruteforce import random_problem, reference, reference_max_scale
+
+N_INSTANCES = 240
+
+
+def check_fleet(problem: FleetProblem, solution: FleetSolution) -> None:
+    """The returned fleet meets C1-C5 and its reported numbers add up."""
+    options = {o.key: o for o in problem.options}
+    buckets = {b.key: b for b in problem.buckets}
+    replicas = dict(solution.replicas)
+    assert all(n > 0 for n in replicas.values())
+    assert math.isclose(
+        solution.usd_per_hour,
+        sum(options[k].usd_per_hour * n for k, n in replicas.items()),
+        rel_tol=1e-12,
+        abs_tol=1e-12,
+    )
+    served: dict[str, float] = {}
+    load: dict[str, float] = {}
+    bucket_index = {b.key: s for s, b in enumerate(problem.buckets)}
+    for bucket, key, qps in solution.served_qps:
+        assert qps > 0
+        assert key in replicas
+        cap = options[key].capacity_qps[bucket_index[bucket]]
+        assert cap > 0
+        served[bucket] = served.get(bucket, 0.0) + qps
+        load[key] = load.get(key, 0.0) + qps / cap
+    for key, bucket in buckets.items():
+        want = bucket.demand_qps * (1 + problem.headroom)
+        assert math.isclose(served.get(key, 0.0), want, rel_tol=1e-6, abs_tol=1e-9)  # C1
+    for key, used in load.items():
+        assert used <= replicas[key] * (1 + 1e-6) + 1e-9  # C2
+    cards: dict[str, int] = {}
+    for key, n in replicas.items():
+        o = options[key]
+        if o.max_replicas is not None:
+            assert n <= o.max_replicas  # C3 replicas
+        cards[o.gpu_id] = cards.get(o.gpu_id, 0) + n * o.tensor_parallel
+    assert tuple(sorted(cards.items())) == solution.cards
+    for gpu, limit in problem.max_cards:
+        assert cards.get(gpu, 0) <= limit  # C3 cards
+    assert solution.total_replicas >= problem.min_replicas  # C4
+    if not problem.allow_mix:
+        assert len(cards) <= 1  # C5
+    for _, share in solution.utilization:
+        assert 0.0 <= share <= 1.0
+
+
+def _agree(problem: FleetProblem) -> None:
+    want = reference(problem)
+    got = solve_fleet(problem)
+    if want.cost_cents is None:
+        assert got.status is SolveStatus.INFEASIBLE, (problem, got)
+        assert got.reasons
+        return
+    assert got.status is SolveStatus.OPTIMAL, (problem, got, want)
+    assert round(got.usd_per_hour * 100) == want.cost_cents, (problem, got, want)
+    assert got.total_cards == want.cards, (problem, got, want)
+    check_fleet(problem, got)
+
+
+@pytest.mark.parametrize("seed", range(N_INSTANCES))
+def test_matches_brute_force(seed: int) -> None:
+    _agree(random_problem(seed))
+
+
+@pytest.mark.parametrize("seed", range(1000, 1040))
+def test_matches_brute_force_many_options(seed: int) -> None:
+    """Five or six options: the MILP path (the exact path takes one or two)."""
+    _agree(random_problem(seed, max_options=6, max_buckets=2))
+
+
+@pytest.mark.parametrize("seed", range(2000, 2030))
+def test_two_stage_tiebreak_matches_brute_force(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The two-stage tie-break (used for huge objectives) gives the same answers."""
+    monkeypatch.setattr(milp_module, "ONE_STAGE_MAX_OBJECTIVE", 0.0)
+    _agree(random_problem(seed, max_options=5))
+
+
+@pytest.mark.parametrize("seed", range(3000, 3030))
+def test_public_milp_fallback_matches_brute_force(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without SciPy's private HiGHS wrapper the public ``milp`` path gives the same answers."""
+    monkeypatch.setattr(highs_module, "_PRIVATE_WRAPPER", None)
+    _agree(random_problem(seed, max_options=5))
+
+
+@pytest.mark.parametrize("seed", range(4000, 4060))
+def test_max_qps_within_budget_matches_brute_force(seed: int) -> None:
+    base = random_problem(seed, max_options=3, max_buckets=2)
+    problem = replace(base, budget_usd_per_hour=round(1 + (seed % 7) * 2.5, 2))
+    lam = reference_max_scale(problem)
+    got = max_qps_within_budget(problem)
+    want = lam * problem.total_demand_qps
+    assert got <= want * (1 + 1e-9) + 1e-9
+    assert got >= want * (1 - 1e-5) - 1e-9
