@@ -1,0 +1,362 @@
+"""What a card can do: generation, calibration group, precision support and scale-up links.
+
+Everything here is derived from :class:`~service.domain.catalog.GpuSpec` fields (``architecture``,
+``memory_type``, the tensor-throughput columns, ``interconnect_bandwidth_gbps``,
+``nvlink_domain``, ``pcie_gen``); nothing is looked up by GPU id, so a GPU added to the catalog
+gets a prediction without code changes.
+
+Calibration groups
+------------------
+Efficiency constants are fitted per *group*: what physically differs is the memory technology
+(HBM vs GDDR) and the architecture generation (tensor cores, caches, software maturity). The
+groups with measured data (``service/data/calibration.csv``) are::
+
+    ampere-hbm      A100 SXM/PCIe                      hopper-hbm   H100, H200 (SXM, PCIe, NVL)
+    blackwell-hbm   B200, GB200                        ada-gddr     L40S (and L40, L4, RTX Ada)
+    blackwell-gddr  RTX PRO 6000 Blackwell
+
+An uncalibrated GPU uses the nearest calibrated group (rule table ``_GROUP_RULES``) and says so
+in the estimate's ``assumptions``: GDDR Ampere and Turing cards -> ``ada-gddr`` (same GDDR6
+memory technology); Volta HBM -> ``ampere-hbm`` (the closest HBM generation); AMD CDNA 3 and
+Intel Gaudi 3 -> ``hopper-hbm`` efficiencies times ``NON_NVIDIA_DERATE`` (a stated judgement
+for kernel/software maturity with no fitted data behind it); anything else by memory type.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from service.domain.catalog import GpuSpec
+from service.domain.perfmodel.types import KvPrecision, Precision
+
+Generation = Literal[
+    "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna3", "gaudi3", "other"
+]
+Mode = Literal["native", "as_fp16", "as_bf16", "weight_only", "fp32", "reject"]
+
+# Efficiency multiplier for non-NVIDIA accelerators on top of the hopper-hbm constants: a
+# judgement (no calibration data for ROCm / SynapseAI serving in this project), stated in every
+# estimate that uses it.
+NON_NVIDIA_DERATE = 0.85
+
+CALIBRATED_GROUPS: tuple[str, ...] = (
+    "ampere-hbm",
+    "hopper-hbm",
+    "blackwell-hbm",
+    "ada-gddr",
+    "blackwell-gddr",
+)
+
+# (generation, memory class) -> (group, derate, note or "")
+_GROUP_RULES: dict[tuple[str, str], tuple[str, float, str]] = {
+    ("ampere", "hbm"): ("ampere-hbm", 1.0, ""),
+    ("hopper", "hbm"): ("hopper-hbm", 1.0, ""),
+    ("blackwell", "hbm"): ("blackwell-hbm", 1.0, ""),
+    ("ada", "gddr"): ("ada-gddr", 1.0, ""),
+    ("blackwell", "gddr"): ("blackwell-gddr", 1.0, ""),
+    ("ampere", "gddr"): ("ada-gddr", 1.0, "GDDR Ampere has no calibration data; using the ada-gddr "
+                         "group (same GDDR6 memory technology)"),
+    ("turing", "gddr"): ("ada-gddr", 1.0, "Turing has no calibration data; using the ada-gddr "
+                         "group (same GDDR6 memory technology)"),
+    ("pascal", "gddr"): ("ada-gddr", 1.0, "Pascal has no calibration data; using the ada-gddr "
+                         "group's bandwidth efficiency and its compute efficiency on FP32 cores"),
+    ("volta", "hbm"): ("ampere-hbm", 1.0, "Volta has no calibration data; using the ampere-hbm "
+                       "group (nearest HBM generation)"),
+    ("cdna3", "hbm"): ("hopper-hbm", NON_NVIDIA_DERATE, "AMD CDNA 3 has no calibration data; "
+                       f"using hopper-hbm efficiencies x {NON_NVIDIA_DERATE} (judgement)"),
+    ("gaudi3", "hbm"): ("hopper-hbm", NON_NVIDIA_DERATE, "Gaudi 3 has no calibration data; "
+                        f"using hopper-hbm efficiencies x {NON_NVIDIA_DERATE} (judgement)"),
+}  # fmt: skip
+
+# Precision support per generation (one table; see module docstring of perfmodel for the
+# policy). "native": tensor cores compute in the format; "as_fp16"/"as_bf16": the other 16-bit
+# format is used instead (same bytes); "weight_only": weights stored in the format and
+# dequantised in the GEMM (Marlin/Machete-style W4A16/W8A16 kernels), compute at the card's best
+# native 16-bit rate; "fp32": no tensor cores, 16-bit weights computed on FP32 CUDA cores;
+# "reject": no maintained kernels.
+PRECISION_RULES: dict[str, dict[str, Mode]] = {
+    #           bf16        fp16       fp8            int8           int4           fp4
+    "pascal": {"bf16": "fp32", "fp16": "fp32", "fp8": "reject", "int8": "reject",
+               "int4": "reject", "fp4": "reject"},
+    "volta": {"bf16": "as_fp16", "fp16": "native", "fp8": "reject", "int8": "reject",
+              "int4": "weight_only", "fp4": "reject"},
+    "turing": {"bf16": "as_fp16", "fp16": "native", "fp8": "reject", "int8": "native",
+               "int4": "weight_only", "fp4": "reject"},
+    "ampere": {"bf16": "native", "fp16": "native", "fp8": "weight_only", "int8": "native",
+               "int4": "weight_only", "fp4": "weight_only"},
+    "ada": {"bf16": "native", "fp16": "native", "fp8": "native", "int8": "native",
+            "int4": "weight_only", "fp4": "weight_only"},
+    "hopper": {"bf16": "native", "fp16": "native", "fp8": "native", "int8": "native",
+               "int4": "weight_only", "fp4": "weight_only"},
+    "blackwell": {"bf16": "native", "fp16": "native", "fp8": "native", "int8": "native",
+                  "int4": "weight_only", "fp4": "native"},
+    "cdna3": {"bf16": "native", "fp16": "native", "fp8": "native", "int8": "native",
+              "int4": "weight_only", "fp4": "reject"},
+    "gaudi3": {"bf16": "native", "fp16": "as_bf16", "fp8": "native", "int8": "reject",
+               "int4": "reject", "fp4": "reject"},
+    "other": {"bf16": "native", "fp16": "native", "fp8": "reject", "int8": "reject",
+              "int4": "weight_only", "fp4": "reject"},
+}  # fmt: skip
+
+# Generations whose FP8 KV cache works (stored FP8, dequantised in attention kernels).
+_FP8_KV_OK = frozenset({"ampere", "ada", "hopper", "blackwell", "cdna3", "gaudi3"})
+
+# Bytes per weight element as stored. 16-bit: 2. FP8/INT8: 1 (per-channel or 128x128 block
+# scales add < 0.1 %). INT4 (GPTQ/AWQ, group 128): 0.5 + a 16-bit scale and a 4-bit zero per 128
+# weights = 0.5195. FP4 (NVFP4, as TensorRT-LLM/ModelOpt ship it): 0.5 + one FP8 scale per 16
+# weights = 0.5625.
+WEIGHT_BYTES: dict[str, float] = {
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "int4": 0.5 + 2.0 / 128 + 0.5 / 128,
+    "fp4": 0.5 + 1.0 / 16,
+}
+KV_BYTES: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
+
+# Typical dense 16-bit tensor FLOP per byte of bandwidth per generation (from catalog rows with
+# both figures), used only when a card publishes no tensor throughput at all (e.g. A10G).
+_FLOP_PER_BYTE: dict[str, float] = {
+    "volta": 139.0,  # V100 125 TF / 900 GB/s
+    "turing": 203.0,  # T4 65 / 320
+    "ampere": 205.0,  # A10 125 / 600, RTX A6000 154.8 / 768
+    "ada": 400.0,  # L40S 362 / 864
+    "hopper": 295.0,  # H100 SXM 989.5 / 3350
+    "blackwell": 281.0,  # B200 2250 / 8000
+    "cdna3": 247.0,  # MI300X 1307 / 5300
+    "gaudi3": 496.0,  # 1835 / 3700
+    "pascal": 28.0,  # P6000 FP32 12 / 432
+    "other": 200.0,
+}
+
+# PCIe x16 bandwidth per direction (GB/s) by generation: 8/16/32/64/128 GT/s lanes.
+PCIE_GBPS_PER_DIRECTION: dict[int, float] = {3: 15.75, 4: 31.5, 5: 63.0, 6: 121.0}
+
+
+def memory_bytes(gpu: GpuSpec) -> float:
+    """Bytes the driver exposes on one card (before any engine allocation).
+
+    GPU memory sizes on datasheets are binary: an "80 GB" H100 has 80 GiB (nvidia-smi shows
+    81,559 MiB, 99.6 % of it; H200 143,771 MiB of 141 GiB; B200 ~179 of 180 GiB). So HBM and
+    GDDR7 cards expose ``memory_gb * 2^30 * 0.995`` bytes. GDDR6/GDDR6X/GDDR5X cards reserve
+    1/16 for ECC, on by default on data-center parts (L4 23,034 MiB of 24 GiB; L40S 46,068 MiB of
+    48 GiB; the catalog's A10G note 22,888 MiB), so ``* 0.9375``.
+    """
+    mt = gpu.memory_type.strip().upper()
+    factor = 0.995 if mt.startswith(("HBM", "GDDR7")) else 0.9375
+    return gpu.memory_gb * 1024.0**3 * factor
+
+
+def generation(gpu: GpuSpec) -> Generation:
+    """Architecture generation from ``gpu.architecture`` (then ``gpu.name``), case-insensitive."""
+    text = f"{gpu.architecture} {gpu.name}".lower()
+    for key, gen in (
+        ("blackwell", "blackwell"),
+        ("hopper", "hopper"),
+        ("ada", "ada"),
+        ("ampere", "ampere"),
+        ("turing", "turing"),
+        ("volta", "volta"),
+        ("pascal", "pascal"),
+        ("cdna", "cdna3"),
+        ("gaudi", "gaudi3"),
+    ):
+        if key in text:
+            return gen  # type: ignore[return-value]
+    return "other"
+
+
+def memory_class(gpu: GpuSpec) -> str:
+    """``"hbm"`` for stacked HBM, ``"gddr"`` for GDDR/LPDDR board memory."""
+    return "hbm" if gpu.memory_type.strip().upper().startswith("HBM") else "gddr"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupChoice:
+    """Calibration group used for a card, its efficiency derate and the note to report."""
+
+    group: str
+    derate: float
+    note: str
+
+
+@lru_cache(maxsize=256)
+def calibration_group(gpu: GpuSpec) -> GroupChoice:
+    """Pick the calibration group for a card (rules in the module docstring)."""
+    gen = generation(gpu)
+    mem = memory_class(gpu)
+    rule = _GROUP_RULES.get((gen, mem))
+    if rule is None:
+        group = "hopper-hbm" if mem == "hbm" else "ada-gddr"
+        return GroupChoice(
+            group,
+            1.0,
+            f"no calibration data for {gen} with {mem.upper()} memory; using the {group} group",
+        )
+    return GroupChoice(*rule)
+
+
+@dataclass(frozen=True, slots=True)
+class PrecisionPlan:
+    """How a weight format runs on a card.
+
+    ``gemm_tflops`` dense peak used for GEMMs; ``attn_tflops`` the 16-bit peak used for
+    attention; ``fp_kind`` which fitted low-precision efficiency applies (``"16"``, ``"8"``,
+    ``"4"``, ``"32"``); ``weight_bytes`` per element; ``reason`` non-empty when rejected.
+    """
+
+    mode: Mode
+    weight_bytes: float
+    gemm_tflops: float
+    attn_tflops: float
+    fp_kind: str
+    note: str
+    reason: str
+
+
+def _sixteen_bit_tflops(gpu: GpuSpec, gen: str) -> tuple[float, str]:
+    if gen == "pascal" or not gpu.fp16_tflops:
+        if gen == "pascal" and gpu.fp32_tflops:
+            return gpu.fp32_tflops, ""
+        est = gpu.memory_bandwidth_gbps * _FLOP_PER_BYTE[gen] / 1000.0
+        return est, (
+            f"{gpu.id} publishes no 16-bit tensor throughput; assumed {est:.0f} TFLOPS "
+            f"({_FLOP_PER_BYTE[gen]:.0f} FLOP/byte x bandwidth, typical of {gen})"
+        )
+    return gpu.fp16_tflops, ""
+
+
+@lru_cache(maxsize=1024)
+def precision_plan(gpu: GpuSpec, precision: Precision) -> PrecisionPlan:
+    """Resolve a weight format on a card via ``PRECISION_RULES`` (rates in dense TFLOPS/TOPS)."""
+    gen = generation(gpu)
+    mode = PRECISION_RULES[gen][precision]
+    t16, note16 = _sixteen_bit_tflops(gpu, gen)
+    if mode == "reject":
+        return PrecisionPlan(
+            mode, 0.0, 0.0, 0.0, "16", "",
+            f"{precision} is not supported on {gpu.name} ({gen}): no tensor-core or "
+            "weight-only kernels for it in the serving engines",
+        )  # fmt: skip
+    if mode == "fp32":
+        return PrecisionPlan(
+            mode, 2.0, t16, t16, "32",
+            f"{gpu.name} has no tensor cores: {precision} weights computed on FP32 cores "
+            f"at {t16:g} TFLOPS",
+            "",
+        )  # fmt: skip
+    if mode in ("as_fp16", "as_bf16"):
+        other = "fp16" if mode == "as_fp16" else "bf16"
+        return PrecisionPlan(
+            mode, 2.0, t16, t16, "16",
+            f"{precision} not supported natively on {gen}; runs as {other} (same bytes)"
+            + (f"; {note16}" if note16 else ""),
+            "",
+        )  # fmt: skip
+    wb = WEIGHT_BYTES[precision]
+    if mode == "weight_only":
+        return PrecisionPlan(
+            mode, wb, t16, t16, "16",
+            f"{precision} weight-only on {gen} ({wb:.3g} B/weight; dequantised in the GEMM, "
+            f"compute at the 16-bit rate {t16:g} TFLOPS)" + (f"; {note16}" if note16 else ""),
+            "",
+        )  # fmt: skip
+    # native
+    if precision in ("bf16", "fp16"):
+        return PrecisionPlan(mode, wb, t16, t16, "16", note16, "")
+    rate = {
+        "fp8": gpu.fp8_tflops,
+        "int8": gpu.int8_tops,
+        "fp4": gpu.fp4_tflops,
+        "int4": None,
+    }[precision]
+    kind = "4" if precision == "fp4" else "8"
+    if not rate:
+        return PrecisionPlan(
+            "weight_only", wb, t16, t16, "16",
+            f"{gpu.name} publishes no {precision} tensor rate; treated as {precision} weight-only "
+            f"at the 16-bit rate {t16:g} TFLOPS",
+            "",
+        )  # fmt: skip
+    return PrecisionPlan(mode, wb, rate, t16, kind, note16, "")
+
+
+def kv_plan(gpu: GpuSpec, kv_precision: KvPrecision) -> tuple[float, str, str]:
+    """KV element bytes, a note, and a rejection reason ("" if fine) for a KV format on a card."""
+    gen = generation(gpu)
+    if kv_precision == "fp8":
+        if gen not in _FP8_KV_OK:
+            return 0.0, "", f"FP8 KV cache needs Ampere or newer; {gpu.name} is {gen}"
+        return 1.0, "", ""
+    if kv_precision == "bf16" and gen in ("volta", "turing", "pascal"):
+        return 2.0, f"bf16 KV cache stored as fp16 on {gen} (same bytes)", ""
+    return 2.0, "", ""
+
+
+@dataclass(frozen=True, slots=True)
+class LinkPlan:
+    """Scale-up path of a tensor-parallel group: ``kind`` "none" | "nvlink" | "pcie".
+
+    ``gbps_per_direction`` is the per-card link bandwidth in one direction (GB/s); the fitted
+    latency/efficiency constants for ``kind`` apply on top.
+    """
+
+    kind: str
+    gbps_per_direction: float
+    note: str
+    reason: str
+
+
+def link_plan(gpu: GpuSpec, tp: int, allow_pcie: bool) -> LinkPlan:
+    """Decide how a TP group of ``tp`` cards talks (NVLink/xGMI/RoCE scale-up or PCIe).
+
+    A group fits the scale-up link when ``tp <= gpu.nvlink_domain`` and the card has one
+    (``interconnect_bandwidth_gbps > 0``, which is the both-directions figure; one direction is
+    half). Otherwise PCIe at ``PCIE_GBPS_PER_DIRECTION[pcie_gen]`` only when allowed.
+    """
+    if tp == 1:
+        return LinkPlan("none", 0.0, "", "")
+    if gpu.interconnect_bandwidth_gbps > 0 and tp <= max(1, gpu.nvlink_domain):
+        return LinkPlan("nvlink", gpu.interconnect_bandwidth_gbps / 2.0, "", "")
+    pcie = PCIE_GBPS_PER_DIRECTION.get(gpu.pcie_gen, 31.5 if gpu.pcie_gen > 6 else 15.75)
+    domain = max(1, gpu.nvlink_domain) if gpu.interconnect_bandwidth_gbps > 0 else 1
+    if not allow_pcie:
+        if domain == 1:
+            why = f"{gpu.name} has no NVLink (PCIe only)"
+        else:
+            why = f"{gpu.name}'s NVLink domain is {domain} cards"
+        return LinkPlan(
+            "pcie", pcie, "",
+            f"tensor parallel {tp} needs a scale-up link but {why}; "
+            "set allow_pcie_tensor_parallel to all-reduce over PCIe",
+        )  # fmt: skip
+    return LinkPlan(
+        "pcie", pcie,
+        f"tensor parallel {tp} all-reduces over PCIe Gen{gpu.pcie_gen} "
+        f"({pcie:g} GB/s per direction)",
+        "",
+    )  # fmt: skip
+
+
+def is_power_of_two(n: int) -> bool:
+    """True for 1, 2, 4, 8, ..."""
+    return n > 0 and (n & (n - 1)) == 0
+
+
+def ceil_div(a: int, b: int) -> int:
+    """Integer ceiling of a / b for positive b."""
+    return -(-a // b)
+
+
+def gb(x: float) -> float:
+    """Bytes to GB (10^9)."""
+    return x / 1e9
+
+
+def finite_or(x: float, default: float) -> float:
+    """``x`` when finite, else ``default``."""
+    return x if math.isfinite(x) else default

@@ -1,0 +1,332 @@
+"""LLM presets, alias resolution, and the three model input forms of ``resolve_model``."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from service.domain.errors import InvalidInput, UnknownModel
+from service.domain.models import PRESETS, param_counts, preset_ids, resolve_model
+
+ROOT = Path(__file__).resolve().parents[2]
+
+REQUIRED = [
+    "llama-2-7b",
+    "llama-2-13b",
+    "llama-2-70b",
+    "llama-3-8b",
+    "llama-3-70b",
+    "llama-3.1-8b",
+    "llama-3.1-70b",
+    "llama-3.3-70b",
+    "llama-3.1-405b",
+    "mistral-7b",
+    "mixtral-8x7b",
+    "mixtral-8x22b",
+    "qwen2.5-7b",
+    "qwen2.5-72b",
+    "qwen3-30b-a3b",
+    "qwen3-235b-a22b",
+    "deepseek-v3",
+    "llama-4-scout",
+    "llama-4-maverick",
+    "gpt-j-6b",
+    "falcon-180b",
+    "gemma-2-27b",
+]
+
+
+def test_every_required_preset_exists() -> None:
+    assert set(REQUIRED) <= set(preset_ids())
+
+
+@pytest.mark.parametrize("pid", sorted(PRESETS))
+def test_computed_parameter_counts_match_published(pid: str) -> None:
+    arch = PRESETS[pid]
+    pc = param_counts(arch)
+    assert pc.total / 1e9 == pytest.approx(arch.params_b, rel=0.03)
+    assert pc.active / 1e9 == pytest.approx(arch.active_params_b, rel=0.03)
+    assert arch.source.startswith("hf:")
+
+
+def test_mixtral_total_and_active() -> None:
+    pc = param_counts(PRESETS["mixtral-8x7b"])
+    assert pc.total / 1e9 == pytest.approx(46.7, rel=0.01)
+    assert pc.active / 1e9 == pytest.approx(12.9, rel=0.01)
+
+
+def test_moe_layer_layouts() -> None:
+    assert PRESETS["deepseek-v3"].n_moe_layers == 58  # first 3 dense
+    assert PRESETS["llama-4-maverick"].n_moe_layers == 24  # every second layer
+    assert PRESETS["llama-4-scout"].n_moe_layers == 48
+    assert PRESETS["llama-3.1-8b"].n_moe_layers == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("Llama-3.1-70B", "llama-3.1-70b"),
+        ("meta-llama/Llama-3.1-70B-Instruct", "llama-3.1-70b"),
+        ("meta-llama/Meta-Llama-3-8B-Instruct", "llama-3-8b"),
+        ("Mixtral-8x7B", "mixtral-8x7b"),
+        ("mistralai/Mixtral-8x7B-Instruct-v0.1", "mixtral-8x7b"),
+        ("Llama-4-Scout-17B-16E", "llama-4-scout"),
+        ("meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8", "llama-4-maverick"),
+        ("Qwen3-30B-A3B", "qwen3-30b-a3b"),
+        ("nvidia/Qwen3-235B-A22B-FP4", "qwen3-235b-a22b"),
+        ("LLAMA-2-7B-HF", "llama-2-7b"),
+        ("deepseek-ai/DeepSeek-V3", "deepseek-v3"),
+        ("google/gemma-2-27b-it", "gemma-2-27b"),
+        ("EleutherAI/gpt-j-6b", "gpt-j-6b"),
+        ("tiiuae/falcon-180B", "falcon-180b"),
+    ],
+)
+def test_aliases_resolve_case_insensitively(name: str, expected: str) -> None:
+    assert resolve_model(name).arch.id == expected
+
+
+def test_every_calibration_csv_model_label_resolves() -> None:
+    with (ROOT / "service" / "data" / "calibration.csv").open(encoding="utf-8") as fh:
+        labels = {r["model"] for r in csv.DictReader(fh)}
+    assert labels
+    for label in labels:
+        assert resolve_model(label).arch.id in PRESETS
+
+
+def test_unknown_model_suggests_closest_ids() -> None:
+    with pytest.raises(UnknownModel) as err:
+        resolve_model("lama-3.1-70")
+    assert "llama-3.1-70b" in err.value.suggestions
+    assert err.value.field == "model"
+
+
+# --- hf_config ------------------------------------------------------------------------------
+
+LLAMA2_7B = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 32,
+    "max_position_embeddings": 4096,
+    "vocab_size": 32000,
+    "tie_word_embeddings": False,
+    "torch_dtype": "float16",
+}
+
+LLAMA3_8B = {
+    "_name_or_path": "meta-llama/Meta-Llama-3-8B",
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "max_position_embeddings": 8192,
+    "rope_theta": 500000.0,
+    "vocab_size": 128256,
+    "tie_word_embeddings": False,
+}
+
+MIXTRAL_8X7B = {
+    "architectures": ["MixtralForCausalLM"],
+    "model_type": "mixtral",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "num_local_experts": 8,
+    "num_experts_per_tok": 2,
+    "max_position_embeddings": 32768,
+    "sliding_window": None,
+    "vocab_size": 32000,
+    "tie_word_embeddings": False,
+}
+
+DEEPSEEK_V3 = {
+    "architectures": ["DeepseekV3ForCausalLM"],
+    "model_type": "deepseek_v3",
+    "hidden_size": 7168,
+    "intermediate_size": 18432,
+    "moe_intermediate_size": 2048,
+    "num_attention_heads": 128,
+    "num_key_value_heads": 128,
+    "num_hidden_layers": 61,
+    "n_routed_experts": 256,
+    "n_shared_experts": 1,
+    "num_experts_per_tok": 8,
+    "first_k_dense_replace": 3,
+    "kv_lora_rank": 512,
+    "q_lora_rank": 1536,
+    "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 128,
+    "max_position_embeddings": 163840,
+    "vocab_size": 129280,
+    "tie_word_embeddings": False,
+}
+
+
+def test_hf_dense_llama2() -> None:
+    r = resolve_model({"hf_config": LLAMA2_7B})
+    a = r.arch
+    assert (a.n_layers, a.hidden_size, a.n_heads, a.n_kv_heads, a.head_dim) == (
+        32,
+        4096,
+        32,
+        32,
+        128,
+    )
+    assert a.attention == "mha"
+    assert a.params_b == pytest.approx(6.74, rel=0.01)
+    assert any("computed" in n for n in r.assumptions)
+
+
+def test_hf_gqa_llama3() -> None:
+    a = resolve_model({"hf_config": LLAMA3_8B}).arch
+    assert a.attention == "gqa"
+    assert a.n_kv_heads == 8
+    assert a.kv_elements_per_token_layer == 2 * 8 * 128
+    assert a.params_b == pytest.approx(8.03, rel=0.01)
+    assert a.id == "meta-llama-3-8b"
+
+
+def test_hf_moe_mixtral() -> None:
+    a = resolve_model({"hf_config": MIXTRAL_8X7B}).arch
+    assert (a.n_experts, a.experts_per_token, a.moe_ffn_size) == (8, 2, 14336)
+    assert a.params_b == pytest.approx(46.7, rel=0.01)
+    assert a.active_params_b == pytest.approx(12.9, rel=0.01)
+
+
+def test_hf_mla_deepseek_v3() -> None:
+    a = resolve_model({"hf_config": DEEPSEEK_V3}).arch
+    assert a.attention == "mla"
+    assert a.kv_elements_per_token_layer == 512 + 64
+    assert a.first_k_dense_layers == 3
+    assert a.n_shared_experts == 1
+    assert a.params_b == pytest.approx(671, rel=0.01)
+    assert a.active_params_b == pytest.approx(37, rel=0.03)
+
+
+def test_hf_llama4_text_config_nesting() -> None:
+    cfg = {
+        "model_type": "llama4",
+        "text_config": {
+            "model_type": "llama4_text",
+            "hidden_size": 5120,
+            "intermediate_size": 8192,
+            "intermediate_size_mlp": 16384,
+            "num_attention_heads": 40,
+            "num_key_value_heads": 8,
+            "head_dim": 128,
+            "num_hidden_layers": 48,
+            "num_local_experts": 128,
+            "num_experts_per_tok": 1,
+            "interleave_moe_layer_step": 2,
+            "attention_chunk_size": 8192,
+            "vocab_size": 202048,
+            "max_position_embeddings": 1048576,
+        },
+    }
+    r = resolve_model({"hf_config": cfg})
+    assert r.arch.params_b == pytest.approx(400, rel=0.03)
+    assert r.arch.n_moe_layers == 24
+    assert any("text_config" in n for n in r.assumptions)
+
+
+def test_hf_gptj_and_falcon_key_spellings() -> None:
+    gptj = {
+        "model_type": "gptj",
+        "n_embd": 4096,
+        "n_layer": 28,
+        "n_head": 16,
+        "n_positions": 2048,
+        "rotary_dim": 64,
+        "vocab_size": 50400,
+        "n_inner": None,
+    }
+    a = resolve_model({"hf_config": gptj}).arch
+    assert (a.hidden_size, a.n_layers, a.ffn_size, a.gated_mlp) == (4096, 28, 16384, False)
+    assert a.params_b == pytest.approx(6.05, rel=0.02)
+    falcon = {
+        "model_type": "falcon",
+        "hidden_size": 14848,
+        "num_hidden_layers": 80,
+        "num_attention_heads": 232,
+        "num_kv_heads": 8,
+        "new_decoder_architecture": True,
+        "vocab_size": 65024,
+    }
+    f = resolve_model({"hf_config": falcon}).arch
+    assert f.n_kv_heads == 8
+    assert f.tie_embeddings
+    assert f.params_b == pytest.approx(180, rel=0.03)
+
+
+def test_hf_missing_field_is_named() -> None:
+    cfg = dict(LLAMA3_8B)
+    del cfg["num_hidden_layers"]
+    with pytest.raises(InvalidInput) as err:
+        resolve_model({"hf_config": cfg})
+    assert err.value.field == "hf_config.num_hidden_layers"
+
+
+def test_hf_inconsistent_heads_are_rejected() -> None:
+    cfg = {**LLAMA3_8B, "num_key_value_heads": 6}
+    with pytest.raises(InvalidInput) as err:
+        resolve_model({"hf_config": cfg})
+    assert err.value.field == "hf_config.n_kv_heads"
+
+
+# --- {"params_b": ...} ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [1, 7, 13, 34, 70, 180, 405])
+def test_params_b_derivation_matches_size(size: float) -> None:
+    r = resolve_model({"params_b": size})
+    a = r.arch
+    assert param_counts(a).total / 1e9 == pytest.approx(size, rel=0.03)
+    assert a.n_heads % a.n_kv_heads == 0
+    assert a.head_dim == 128
+    assert any("n_layers" in n for n in r.assumptions)
+    assert any("hidden_size" in n for n in r.assumptions)
+
+
+def test_params_b_with_given_fields_keeps_them() -> None:
+    r = resolve_model({"params_b": 70, "n_layers": 80, "hidden_size": 8192, "vocab_size": 128256})
+    a = r.arch
+    assert (a.n_layers, a.hidden_size, a.n_kv_heads) == (80, 8192, 8)
+    assert a.ffn_size == pytest.approx(28672, rel=0.03)
+    assert not any("n_layers" in n for n in r.assumptions)
+
+
+def test_params_b_moe() -> None:
+    r = resolve_model(
+        {"params_b": 47, "n_experts": 8, "experts_per_token": 2, "active_params_b": 13}
+    )
+    a = r.arch
+    assert a.is_moe
+    assert param_counts(a).total / 1e9 == pytest.approx(47, rel=0.03)
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"params_b": -3}, "params_b"),
+        ({"params_b": "big"}, "params_b"),
+        ({"params_b": 7, "n_heads": 32, "n_kv_heads": 6}, "n_kv_heads"),
+        ({"params_b": 7, "layers": 32}, "model.layers"),
+        ({"params_b": 7, "n_experts": 8, "experts_per_token": 9}, "experts_per_token"),
+        ({"size": 7}, "model.params_b"),
+    ],
+)
+def test_invalid_numbers_name_the_field(spec: dict[str, object], field: str) -> None:
+    with pytest.raises(InvalidInput) as err:
+        resolve_model(spec)
+    assert err.value.field == field
