@@ -3,10 +3,14 @@
 Run by hand (not a timed test)::
 
     .venv/bin/python bench/solver_scaling.py [--seeds 7] [--factors 1,2,5,10] [--buckets 1,2,4,8,16]
+        [--packed] [--min-replicas 0]
 
 Instances are catalog-shaped (see ``instance``): per GPU, tensor-parallel degrees 1/2/4/8 whose
 memory admits only some request shapes, sub-linear TP scaling, 1-5 offers at different per-card
-prices, 3 % of offers capped. Columns (milliseconds, median and max over seeds):
+prices, 3 % of offers capped. ``--packed`` also sells each offer of degree ``t < 8`` as a whole
+8-card instance hosting ``8 // t`` replicas (billed units, ``replicas_per_unit > 1``; about 1.7x
+the options), and ``--min-replicas`` sets the redundancy (model replicas). Without them the
+instances are the historical ones. Columns (milliseconds, median and max over seeds):
 
 * ``main``: ``solve_fleet`` (mix allowed, no budget);
 * ``alts``: ``cheapest_single_type`` (one fleet per GPU: the "alternatives" list);
@@ -36,8 +40,11 @@ from service.domain.solver.candidates import Mode, canonicalize, select
 GPUS_PER_FACTOR = 3
 
 
-def instance(seed: int, factor: int, n_buckets: int) -> FleetProblem:
-    """About 40 * ``factor`` options over 3 * ``factor`` GPUs and ``n_buckets`` shapes."""
+def instance(
+    seed: int, factor: int, n_buckets: int, *, packed: bool = False, min_replicas: int = 0
+) -> FleetProblem:
+    """About 40 * ``factor`` options over 3 * ``factor`` GPUs and ``n_buckets`` shapes (more
+    with ``packed``: 8-card instances hosting several replicas, see the module docstring)."""
     rng = random.Random(seed * 1000 + factor * 17 + n_buckets)
     need = [1 + 3 * s / max(1, n_buckets - 1) for s in range(n_buckets)]
     buckets = tuple(
@@ -68,7 +75,22 @@ def instance(seed: int, factor: int, n_buckets: int) -> FleetProblem:
                         max_replicas=rng.randint(2, 30) if rng.random() < 0.03 else None,
                     )
                 )
-    return FleetProblem(buckets=buckets, options=tuple(options), time_limit_s=2.0)
+                if packed and tp < 8:
+                    per = 8 // tp  # replicas one 8-card instance hosts
+                    options.append(
+                        FleetOption(
+                            key=f"{gpu}|tp{tp}|x8|offer{o}",
+                            gpu_id=gpu,
+                            tensor_parallel=8,
+                            usd_per_hour=round(price * 8 * rng.uniform(0.8, 1.05), 4),
+                            capacity_qps=tuple(round(c * per, 4) for c in caps),
+                            max_replicas=rng.randint(1, 8) if rng.random() < 0.03 else None,
+                            replicas_per_unit=per,
+                        )
+                    )
+    return FleetProblem(
+        buckets=buckets, options=tuple(options), min_replicas=min_replicas, time_limit_s=2.0
+    )
 
 
 def _ms(fn: Callable[[], object]) -> float:
@@ -82,6 +104,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=7)
     parser.add_argument("--factors", default="1,2,5,10")
     parser.add_argument("--buckets", default="1,2,4,8,16")
+    parser.add_argument("--packed", action="store_true", help="add multi-replica instances")
+    parser.add_argument("--min-replicas", type=int, default=0, help="redundancy, in replicas")
     args = parser.parse_args()
     factors = [int(f) for f in args.factors.split(",")]
     bucket_counts = [int(b) for b in args.buckets.split(",")]
@@ -101,7 +125,9 @@ def main() -> None:
             kept: list[int] = []
             n_options = 0
             for seed in range(args.seeds):
-                problem = instance(seed, factor, n_buckets)
+                problem = instance(
+                    seed, factor, n_buckets, packed=args.packed, min_replicas=args.min_replicas
+                )
                 n_options = len(problem.options)
                 kept.append(select(canonicalize(problem), Mode.COST).size)
                 solution = solve_fleet(problem)

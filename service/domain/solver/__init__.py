@@ -9,6 +9,11 @@ Public API::
     relaxation_savings(problem, solution, labels=None) -> tuple[tuple[str, float], ...]
     constraint_labels(problem) -> tuple[str, ...]
 
+The solver counts *units* (what is billed: one replica, or a cloud instance hosting
+``FleetOption.replicas_per_unit`` model replicas on ``tensor_parallel`` cards);
+``min_replicas`` counts model replicas. ``FleetSolution.replicas`` is ``(option key, units)``;
+``FleetSolution.model_replicas`` / ``total_replicas`` count model replicas.
+
 The formulation (notation, units, objective, constraints C1-C6, tie-break) is in
 :mod:`service.domain.solver.milp`.
 """

@@ -2,8 +2,9 @@
 selection of options (scope, caps, dominance pruning, variable bounds).
 
 Nothing here calls HiGHS. Units: demands and capacities in requests/s, costs in *cost units*
-(``usd_per_hour / unit_usd``, exact integers, see :func:`quantise_costs`), replicas and cards
-as counts.
+(``usd_per_hour / unit_usd``, exact integers, see :func:`quantise_costs`), units, model
+replicas and cards as counts. ``x[g]`` always counts UNITS of option ``g`` (what is billed); a
+unit hosts ``rpu[g]`` model replicas on ``tp[g]`` cards (see :class:`types.FleetOption`).
 """
 
 from __future__ import annotations
@@ -21,21 +22,21 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
-# Relative tolerance when comparing a replica count with a load in replicas: a load within
-# 1e-9 of an integer n needs n replicas, not n + 1 (float noise in capacities, not real load).
+# Relative tolerance when comparing a unit count with a load in units: a load within
+# 1e-9 of an integer n needs n units, not n + 1 (float noise in capacities, not real load).
 LOAD_RTOL = 1e-9
 # Costs are resolved to 10**-MAX_COST_DECIMALS USD/hour at worst (a micro-dollar per hour).
 MAX_COST_DECIMALS = 6
 # Below this many options the pairwise test alone is cheaper than grouping first.
 _GROUP_DEDUP_MIN = 16
-# A count of dominating replicas above this is never worth checking (cost would not pass).
+# A count of dominating units above this is never worth checking (cost would not pass).
 _MAX_DOMINATION_FACTOR = 1_000_000
 
 
 class Mode(enum.Enum):
     """What a selection is for: the bounds and what may be dropped differ."""
 
-    COST = "cost"  # min cost: x[g] <= replicas an optimal fleet can use
+    COST = "cost"  # min cost: x[g] <= units an optimal fleet can use
     SCALE = "scale"  # max load within budget: x[g] <= budget / cost[g]
     ELASTIC = "elastic"  # infeasibility diagnosis: caps become soft, nothing is pruned
 
@@ -47,14 +48,17 @@ class Canon:
 
     * ``demand[s]``: requests/s to serve, headroom included; ``raw_demand_total``: requests/s
       summed over buckets, before headroom.
-    * ``cap[s, g]``: requests/s one replica of ``g`` sustains on shape ``s`` (0: cannot).
-    * ``usd[g]``: USD/hour per replica; ``cost[g]``: the same in cost units (integers);
+    * ``cap[s, g]``: requests/s one unit of ``g`` sustains on shape ``s`` (0: cannot).
+    * ``usd[g]``: USD/hour per unit; ``cost[g]``: the same in cost units (integers);
       ``unit_usd``: USD/hour per cost unit.
-    * ``max_rep[g]``: replica cap (inf: none); ``card_cap[i]``: card cap of GPU ``i`` (inf: none).
-    * ``weight[g]``: tie-break weight: cards per replica (``tensor_parallel``).
+    * ``tp[g]``: cards per unit; ``rpu[g]``: model replicas per unit (``replicas_per_unit``).
+    * ``max_rep[g]``: unit cap (``max_replicas``, inf: none); ``card_cap[i]``: card cap of GPU
+      ``i`` (inf: none).
+    * ``weight[g]``: tie-break weight: cards per unit (``tensor_parallel``).
+    * ``min_replicas``: model replicas the fleet must host (C4 counts ``rpu[g] * x[g]``).
     * ``budget_units``: budget in cost units, rounded down (``None``: no budget).
     * ``usable[g]``: ``g`` can serve a demanded shape (:func:`usable_options`).
-    * ``replica_cap[g]``: replicas the caps allow (:func:`cap_bound`).
+    * ``unit_cap[g]``: units the caps allow (:func:`cap_bound`).
     """
 
     bucket_keys: tuple[str, ...]
@@ -64,6 +68,7 @@ class Canon:
     gpus: tuple[str, ...]
     gpu_of: IntArray
     tp: IntArray
+    rpu: IntArray
     usd: FloatArray
     cost: FloatArray
     unit_usd: float
@@ -77,7 +82,7 @@ class Canon:
     budget_units: float | None
     time_limit_s: float
     usable: BoolArray
-    replica_cap: FloatArray
+    unit_cap: FloatArray
 
     @property
     def demanded(self) -> BoolArray:
@@ -130,6 +135,7 @@ def canonicalize(problem: FleetProblem) -> Canon:
     usd = np.array([o.usd_per_hour for o in options], dtype=np.float64)
     cost, unit_usd = quantise_costs(usd)
     tp = np.array([o.tensor_parallel for o in options], dtype=np.int64)
+    rpu = np.array([o.replicas_per_unit for o in options], dtype=np.int64)
     max_cards = dict(problem.max_cards)
     card_cap = np.array(
         [float(max_cards[gpu]) if gpu in max_cards else math.inf for gpu in gpus],
@@ -151,6 +157,7 @@ def canonicalize(problem: FleetProblem) -> Canon:
         gpus=gpus,
         gpu_of=gpu_of,
         tp=tp,
+        rpu=rpu,
         usd=usd,
         cost=cost,
         unit_usd=unit_usd,
@@ -164,13 +171,13 @@ def canonicalize(problem: FleetProblem) -> Canon:
         budget_units=None if budget is None else budget_in_units(budget, unit_usd),
         time_limit_s=problem.time_limit_s,
         usable=np.asarray((rows > 0.0).any(axis=0), dtype=np.bool_),
-        replica_cap=np.minimum(max_rep, np.floor(card_cap[gpu_of] / tp)),
+        unit_cap=np.minimum(max_rep, np.floor(card_cap[gpu_of] / tp)),
     )
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Fleet:
-    """A fleet in canon coordinates: ``x[g]`` replicas per option and ``served[s, g]``
+    """A fleet in canon coordinates: ``x[g]`` units per option and ``served[s, g]``
     requests/s of bucket ``s`` on option ``g`` (headroom included)."""
 
     x: IntArray
@@ -180,7 +187,7 @@ class Fleet:
 @dataclass(frozen=True, slots=True, eq=False)
 class Selection:
     """The options one model uses (``cols`` index into the canon, ascending) and their integer
-    upper bounds ``upper[j]`` (replicas of option ``cols[j]``). ``single_type`` says whether the
+    upper bounds ``upper[j]`` (units of option ``cols[j]``). ``single_type`` says whether the
     model needs the one-GPU-type binaries (C5): more than one GPU left and a mix not allowed.
     """
 
@@ -197,7 +204,7 @@ def usable_options(canon: Canon, gpu_id: str | None) -> BoolArray:
     """Options in scope (all, or one GPU's) that can serve at least one demanded shape.
 
     With no demand at all, any option that can serve some shape is usable (it can count towards
-    ``min_replicas``). A replica that serves none of the demanded shapes is never planned: it
+    ``min_replicas``). A unit that serves none of the demanded shapes is never planned: it
     would only pad ``min_replicas`` with hardware that cannot take over any traffic.
     """
     usable: BoolArray = canon.usable.copy()
@@ -207,8 +214,8 @@ def usable_options(canon: Canon, gpu_id: str | None) -> BoolArray:
 
 
 def cap_bound(canon: Canon) -> FloatArray:
-    """Per option, the replicas the caps allow: ``min(max_replicas, floor(max_cards / tp))``."""
-    return canon.replica_cap
+    """Per option, the units the caps allow: ``min(max_replicas, floor(max_cards / tp))``."""
+    return canon.unit_cap
 
 
 def covering_gpus(canon: Canon, mask: BoolArray) -> BoolArray:
@@ -224,9 +231,9 @@ def covering_gpus(canon: Canon, mask: BoolArray) -> BoolArray:
     return covers
 
 
-def load_replicas(canon: Canon, cols: IntArray) -> FloatArray:
-    """Per option in ``cols``: replicas needed if it served ALL demand it can serve alone
-    (``sum_s demand[s] / cap[s, g]`` over demanded, servable ``s``)."""
+def load_units(canon: Canon, cols: IntArray) -> FloatArray:
+    """Per option in ``cols``: units needed (fractional) if it served ALL demand it can serve
+    alone (``sum_s demand[s] / cap[s, g]`` over demanded, servable ``s``)."""
     cap = canon.cap[:, cols]
     demand = canon.demand[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -236,9 +243,26 @@ def load_replicas(canon: Canon, cols: IntArray) -> FloatArray:
 
 
 def ceil_load(load: FloatArray) -> FloatArray:
-    """Replicas that carry ``load`` replicas of work: ``ceil`` with :data:`LOAD_RTOL` slack."""
+    """Units that carry ``load`` units of work: ``ceil`` with :data:`LOAD_RTOL` slack."""
     out: FloatArray = np.ceil(load - LOAD_RTOL * np.maximum(1.0, load))
     return np.maximum(out, 0.0)
+
+
+def units_for_replicas(replicas: npt.ArrayLike, rpu: npt.ArrayLike) -> FloatArray:
+    """Fewest units of each option that host ``replicas`` model replicas on their own:
+    ``ceil(max(replicas, 0) / rpu)`` (exact: counts are small integers)."""
+    wanted = np.maximum(np.asarray(replicas, dtype=np.float64), 0.0)
+    out: FloatArray = -np.floor_divide(-wanted, np.asarray(rpu, dtype=np.float64))
+    return out
+
+
+def need_units(canon: Canon, cols: IntArray) -> FloatArray:
+    """Per option in ``cols``: ``max(ceil(m / rpu[g]), ceil(L[g]))`` units, the most an optimal
+    fleet can hold of ``g`` (see :func:`select`), and what ``g`` alone needs."""
+    by_load = ceil_load(load_units(canon, cols))
+    by_replicas = units_for_replicas(float(canon.min_replicas), canon.rpu[cols])
+    out: FloatArray = np.maximum(by_replicas, by_load)
+    return out
 
 
 def select(canon: Canon, mode: Mode, gpu_id: str | None = None) -> Selection:
@@ -246,14 +270,16 @@ def select(canon: Canon, mode: Mode, gpu_id: str | None = None) -> Selection:
 
     COST: drop options the caps forbid entirely, GPUs that cannot cover every demanded shape
     when one type is required, and dominated options (:func:`dominated`); bound
-    ``x[g] <= min(caps, max(min_replicas, ceil(load[g])))``: an optimal fleet never has more
-    replicas of ``g`` than it needs to carry all the load ``g`` can carry alone and meet
-    ``min_replicas`` (one fewer would still be feasible and strictly cheaper, costs being > 0).
+    ``x[g] <= min(caps, max(ceil(m / rpu[g]), ceil(load[g])))`` (:func:`need_units`): an
+    optimal fleet never has more units of ``g`` than it needs to carry all the load ``g`` can
+    carry alone and to host ``m = min_replicas`` replicas alone. With one unit fewer, ``g``
+    still carries everything it carried (so C1/C2 hold), still hosts
+    ``rpu[g] * ceil(m / rpu[g]) >= m`` replicas (C4), caps only loosen, and the fleet is
+    strictly cheaper (costs > 0).
 
     SCALE: same drops; bound ``x[g] <= min(caps, floor(budget_units / cost[g]))``.
 
-    ELASTIC: only scope and usefulness; bound ``max(min_replicas, ceil(load[g]))``, caps left to
-    soft constraints.
+    ELASTIC: only scope and usefulness; bound :func:`need_units`, caps left to soft constraints.
     """
     single = gpu_id is None and not canon.allow_mix
     mask = usable_options(canon, gpu_id)
@@ -268,7 +294,7 @@ def select(canon: Canon, mode: Mode, gpu_id: str | None = None) -> Selection:
         covers = covering_gpus(canon, mask)
         mask &= covers[canon.gpu_of]
     cols = np.flatnonzero(mask).astype(np.int64)
-    need = np.maximum(float(canon.min_replicas), ceil_load(load_replicas(canon, cols)))
+    need = need_units(canon, cols)
     if mode is Mode.COST:
         reach = need
     elif mode is Mode.SCALE:
@@ -288,12 +314,18 @@ def select(canon: Canon, mode: Mode, gpu_id: str | None = None) -> Selection:
 
 def same_group_dominated(canon: Canon, cols: IntArray, reach: FloatArray) -> BoolArray:
     """The cheap special case of :func:`dominated` (``n = 1``), run first to shrink the pairwise
-    test: among options with the same GPU, tensor-parallel degree and capacities (the same
-    replica from several offers), everything dearer than the cheapest effectively uncapped one
-    (ties: earlier key) is dominated by it. Cheaper capped offers stay."""
+    test: among options with the same GPU, cards per unit, replicas per unit and capacities
+    (the same unit from several offers), everything dearer than the cheapest effectively
+    uncapped one (ties: earlier key) is dominated by it. Cheaper capped offers stay. Equal
+    replicas per unit make the one-for-one swap keep ``min_replicas``."""
     n_cols = cols.size
     key = np.column_stack(
-        [canon.gpu_of[cols], canon.tp[cols], canon.cap[:, cols].T.astype(np.float64)]
+        [
+            canon.gpu_of[cols],
+            canon.tp[cols],
+            canon.rpu[cols],
+            canon.cap[:, cols].T.astype(np.float64),
+        ]
     )
     _, group = np.unique(key, axis=0, return_inverse=True)
     group = group.reshape(-1)
@@ -311,25 +343,31 @@ def dominated(
 ) -> BoolArray:
     """Which options in ``cols`` can be dropped without changing the optimum (bool per entry).
 
-    Option ``h`` is dominated by ``n >= 1`` replicas of option ``g`` when swapping every replica
+    Option ``h`` is dominated by ``n >= 1`` units of option ``g`` when swapping every unit
     of ``h`` for ``n`` of ``g`` always keeps a fleet feasible and no worse in (cost, cards):
 
     * capacity: ``n * cap[s, g] >= cap[s, h]`` for every demanded shape ``s`` (the load one
-      ``h`` replica carried fits in ``n`` ``g`` replicas' time, shape by shape);
+      ``h`` unit carried fits in ``n`` ``g`` units' time, shape by shape);
+    * redundancy (only when ``min_replicas > 0``): ``n * rpu[g] >= rpu[h]``: the ``n`` units
+      host at least the model replicas the ``h`` unit hosted, so C4 still holds. (``n`` is the
+      smallest count meeting both this and capacity: a larger ``n`` only costs more.) Without
+      this, a cheaper-per-capacity option with fewer replicas per unit could evict the only
+      option that meets ``min_replicas`` cheaply;
     * preference: ``n * cost[g] < cost[h]``; or equal cost and ``n * tp[g] < tp[h]``; or both
       equal and (``n > 1`` or ``g``'s key sorts first). The last clause only breaks exact ties
       (e.g. the same card at the same price from two providers) so the relation stays acyclic;
     * the swap cannot break a cap: ``g`` has no ``max_replicas``; on the same GPU either the GPU
       has no card cap or ``n * tp[g] <= tp[h]`` (cards do not grow); across GPUs only when a mix
-      is allowed and ``g``'s GPU has no card cap. Replica count grows (``n >= 1``), so
-      ``min_replicas`` still holds; cost does not grow, so neither does a budget.
+      is allowed and ``g``'s GPU has no card cap. Model replicas do not shrink (above), so
+      ``min_replicas`` still holds; cost does not grow, so neither does a budget. Both options
+      are usable (serve a demanded shape), so both count towards ``min_replicas``.
 
     Take any optimal fleet and swap dominated options out, the most dominated first (the
     relation is acyclic: a cycle would need equal costs, equal cards and ``n = 1`` all round,
     with key ranks strictly decreasing): the result is feasible, equally cheap, uses no more
     cards and no dropped option. So the pruned problem has the same optimal cost and the same
     fewest-cards tie-break value; the oracle tests check this. Granularity is respected because
-    the swap is replica-for-``n``-replicas, never fractional.
+    the swap is unit-for-``n``-units, never fractional.
 
     ``reach[j]`` bounds ``x`` of option ``cols[j]`` in every fleet that matters (the need bound
     in cost solves, ``floor(budget / cost)`` in load-scaling solves). A cap at or above what the
@@ -338,7 +376,7 @@ def dominated(
     """
     cap = canon.cap[canon.demanded][:, cols]  # (S_d, G)
     n_cols = cols.size
-    # ratio[g, h] = max_s cap[s, h] / cap[s, g]: how many g replicas one h replica is worth.
+    # ratio[g, h] = max_s cap[s, h] / cap[s, g]: how many g units one h unit is worth.
     ratio = np.zeros((n_cols, n_cols), dtype=np.float64)
     for row in cap:
         g_cap = row[:, None]
@@ -348,6 +386,10 @@ def dominated(
         np.maximum(ratio, need, out=ratio)
     finite = ratio <= _MAX_DOMINATION_FACTOR
     n = np.maximum(1.0, np.ceil(np.where(finite, ratio, 1.0)))
+    if canon.min_replicas > 0:
+        # C4: n units of g host at least the replicas of one unit of h (exact integer ceil).
+        rpu = canon.rpu[cols].astype(np.float64)
+        n = np.maximum(n, units_for_replicas(rpu[None, :], rpu[:, None]))
     # Verify in floats what the ceil promised (a ratio a hair under an integer must not count).
     fits = finite.copy()
     for row in cap:

@@ -4,16 +4,18 @@ After pruning, most single-GPU scopes (the "alternatives") keep one or two optio
 smallest tensor-parallel degree that serves the short shapes and a larger one for the shapes
 that need more memory. A HiGHS call costs about 1.3 ms even on such a model (measured on a
 2-core machine), so these are solved here, exactly, with the same objective and tie-break as
-:mod:`milp` (cost, then cards; remaining ties: fewer replicas of the option whose key sorts
-first).
+:mod:`milp` (cost, then cards; remaining ties: fewer units of the option whose key sorts
+first). Counts are units (``x``); ``min_replicas`` ``m`` counts model replicas, ``r[g]`` per
+unit (:mod:`milp` notation).
 
-One option ``g``: ``x = max(m, ceil(L[g]))`` if within its bound.
+One option ``g``: ``x = max(ceil(m / r[g]), ceil(L[g]))`` if within its bound.
 
 Two options ``a``, ``b``: for fixed ``x[a]``, the load ``b`` must carry is the minimum of a
-fractional knapsack: ``a``'s replica-time goes to the shapes in decreasing order of
+fractional knapsack: ``a``'s unit-time goes to the shapes in decreasing order of
 ``cap[s,a] / cap[s,b]`` (each second of ``a`` removes the most ``b``-time there), after the
 shapes only ``a`` can serve. That minimum is piecewise linear in ``x[a]`` (``np.interp`` over
-the cumulative breakpoints), so ``x[b] = max(ceil(load_b), m - x[a])`` and every ``x[a]`` in
+the cumulative breakpoints), so ``x[b] = max(ceil(load_b), ceil((m - r[a] x[a]) / r[b]), 0)``
+(the fewest ``b`` units that carry the rest and host the missing replicas) and every ``x[a]`` in
 ``0..U[a]`` is scored at once with numpy (``a`` is the option with the smaller bound; above
 :data:`MAX_ENUMERATED` counts the MILP takes over). Enumerating ``x[a]`` and taking the least
 ``x[b]`` covers every optimal fleet, costs being > 0.
@@ -30,12 +32,13 @@ from service.domain.solver.candidates import (
     Fleet,
     Selection,
     ceil_load,
-    load_replicas,
+    need_units,
+    units_for_replicas,
 )
 
 # Scopes up to this many options per GPU are solved here.
 MAX_EXACT_OPTIONS = 2
-# Enumerating more replica counts than this is left to the MILP (memory, not correctness).
+# Enumerating more unit counts than this is left to the MILP (memory, not correctness).
 MAX_ENUMERATED = 200_000
 
 
@@ -77,8 +80,7 @@ def _one(canon: Canon, g: int, upper: float) -> Fleet | None:
     demanded = canon.demanded
     if bool(np.any(canon.cap[demanded, g] <= 0.0)):
         return None
-    load = float(load_replicas(canon, np.array([g]))[0])
-    need = max(float(canon.min_replicas), float(ceil_load(np.array([load]))[0]))
+    need = float(need_units(canon, np.array([g], dtype=np.int64))[0])
     if need > upper:
         return None
     x = np.zeros(len(canon.keys), dtype=np.int64)
@@ -99,20 +101,21 @@ def _two(canon: Canon, sel: Selection, j_a: int, j_b: int) -> Fleet | None:
     only_a = cap_b <= 0.0
     only_b = cap_a <= 0.0
     flex = np.flatnonzero(~only_a & ~only_b)
-    forced_a = float(np.sum(demand[only_a] / cap_a[only_a]))  # replicas of a, at least
+    forced_a = float(np.sum(demand[only_a] / cap_a[only_a]))  # units of a, at least
     forced_b = float(np.sum(demand[only_b] / cap_b[only_b]))
     # Flexible shapes in decreasing cap_a / cap_b (ties: bucket order).
     order = flex[np.lexsort((flex, -(cap_a[flex] / cap_b[flex])))]
-    time_a = demand[order] / cap_a[order]  # replicas of a to carry the whole shape
-    time_b = demand[order] / cap_b[order]  # replicas of b to carry the whole shape
+    time_a = demand[order] / cap_a[order]  # units of a to carry the whole shape
+    time_b = demand[order] / cap_b[order]  # units of b to carry the whole shape
     cum_a = np.concatenate(([0.0], np.cumsum(time_a)))
     left_b = float(np.sum(time_b)) - np.concatenate(([0.0], np.cumsum(time_b)))
 
     x_a = np.arange(0.0, u_a + 1.0)
     spare_a = np.clip(x_a - forced_a, 0.0, cum_a[-1])
     load_b = forced_b + np.interp(spare_a, cum_a, left_b)
-    x_b = np.maximum(ceil_load(load_b), float(canon.min_replicas) - x_a)
-    x_b = np.maximum(x_b, 0.0)
+    # C4: b hosts the replicas a does not, r[a] x[a] + r[b] x[b] >= m.
+    missing = float(canon.min_replicas) - x_a * float(canon.rpu[g_a])
+    x_b = np.maximum(ceil_load(load_b), units_for_replicas(missing, canon.rpu[g_b]))
     ok = (x_a >= float(ceil_load(np.array([forced_a]))[0])) & (x_b <= u_b)
     i_a, i_b = int(canon.gpu_of[g_a]), int(canon.gpu_of[g_b])
     cards = x_a * float(canon.tp[g_a]) + x_b * float(canon.tp[g_b])
@@ -122,7 +125,7 @@ def _two(canon: Canon, sel: Selection, j_a: int, j_b: int) -> Fleet | None:
         return None
     cost = x_a * canon.cost[g_a] + x_b * canon.cost[g_b]
     candidates = np.flatnonzero(ok)
-    first = x_a if g_a < g_b else x_b  # ties: fewer replicas of the option whose key sorts first
+    first = x_a if g_a < g_b else x_b  # ties: fewer units of the option whose key sorts first
     order_key = (first[candidates], cards[candidates], cost[candidates])
     best = candidates[np.lexsort(order_key)[0]]
 

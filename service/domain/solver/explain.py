@@ -11,17 +11,28 @@ import math
 
 import numpy as np
 
-from service.domain.solver.candidates import Canon, IntArray, cap_bound, usable_options
+from service.domain.solver.candidates import (
+    Canon,
+    FloatArray,
+    IntArray,
+    cap_bound,
+    usable_options,
+)
 from service.domain.solver.types import Reason, ReasonCode
+
+# Card caps up to this many cards get the exact knapsack in :func:`max_replicas_allowed`
+# (one numpy pass over ``cards + 1`` entries per binary chunk of an option's unit bound).
+KNAPSACK_MAX_CARDS = 1_000_000
 
 
 def active_constraints(canon: Canon, x: IntArray, cost_units: float) -> tuple[str, ...]:
-    """Labels of the constraints tight at fleet ``x`` (replicas per canon option), sorted.
+    """Labels of the constraints tight at fleet ``x`` (units per canon option), sorted.
 
     * ``demand:<bucket>`` for every demanded bucket (C1 is an equality: always active);
     * ``max_cards:<gpu>`` when the GPU's cards equal its cap (cap > 0);
-    * ``max_replicas:<option>`` when the option's replicas equal its cap (cap > 0);
-    * ``min_replicas`` when the fleet has exactly ``min_replicas`` replicas (> 0);
+    * ``max_replicas:<option>`` when the option's units equal its unit cap (cap > 0);
+    * ``min_replicas`` when the fleet hosts exactly ``min_replicas`` model replicas (> 0),
+      ``sum_g rpu[g] * x[g]``;
     * ``budget`` when the fleet costs the budget or more (``cost_units`` in cost units).
 
     Active is not the same as costly: relaxing an active cap may leave the cost unchanged
@@ -35,7 +46,7 @@ def active_constraints(canon: Canon, x: IntArray, cost_units: float) -> tuple[st
     rep_capped = np.isfinite(canon.max_rep) & (canon.max_rep > 0)
     for g in np.flatnonzero(rep_capped & (x == canon.max_rep)):
         labels.append(f"max_replicas:{canon.keys[g]}")
-    if canon.min_replicas > 0 and int(x.sum()) == canon.min_replicas:
+    if canon.min_replicas > 0 and int(np.dot(x, canon.rpu)) == canon.min_replicas:
         labels.append("min_replicas")
     if canon.budget_units is not None and cost_units >= canon.budget_units:
         labels.append("budget")
@@ -98,10 +109,13 @@ def _gpu_cannot_serve(gpu_id: str, buckets: tuple[str, ...]) -> Reason:
 
 
 def max_replicas_allowed(canon: Canon, gpu_id: str | None) -> float:
-    """Most replicas the caps allow among usable options (inf when unbounded).
+    """Most MODEL replicas the caps allow among usable options (inf when unbounded): the
+    maximum of ``sum_g rpu[g] * x[g]`` over unit counts ``x`` within every cap, whatever the
+    demand.
 
-    Per GPU, smallest tensor-parallel degree first within its card cap (greedy is optimal: every
-    replica counts one). Single-type problems take the best GPU; mixes add them up.
+    Per GPU that is a bounded knapsack (cards ``tp[g]`` per unit, value ``rpu[g]`` per unit,
+    ``x[g] <= min(max_replicas, floor(K / tp[g]))``), solved exactly by
+    :func:`_most_replicas_on_gpu`. Single-type problems take the best GPU; mixes add them up.
     """
     usable = usable_options(canon, gpu_id)
     bound = cap_bound(canon)
@@ -110,24 +124,63 @@ def max_replicas_allowed(canon: Canon, gpu_id: str | None) -> float:
         cols = np.flatnonzero(usable & (canon.gpu_of == i))
         if cols.size == 0:
             continue
-        cards_left = float(canon.card_cap[i])
-        total = 0.0
-        for g in sorted(cols.tolist(), key=lambda g: (int(canon.tp[g]), g)):
-            by_cards = math.inf if math.isinf(cards_left) else float(cards_left // int(canon.tp[g]))
-            take = min(float(bound[g]), by_cards)
-            if math.isinf(take):
-                return math.inf
-            total += take
-            cards_left -= take * int(canon.tp[g])
-        per_gpu.append(total)
+        most = _most_replicas_on_gpu(
+            canon.tp[cols].astype(np.float64),
+            canon.rpu[cols].astype(np.float64),
+            bound[cols],
+            float(canon.card_cap[i]),
+        )
+        if math.isinf(most):
+            return math.inf
+        per_gpu.append(most)
     if not per_gpu:
         return 0.0
     single = gpu_id is not None or not canon.allow_mix
     return max(per_gpu) if single else math.fsum(per_gpu)
 
 
+def _most_replicas_on_gpu(
+    tp: FloatArray, rpu: FloatArray, bound: FloatArray, cards: float
+) -> float:
+    """``max sum rpu * x`` s.t. ``sum tp * x <= cards``, ``0 <= x <= bound``, x integer.
+
+    ``bound`` already includes ``floor(cards / tp)``, so it is finite whenever ``cards`` is.
+    When the bounds alone fit the cards the answer is ``sum rpu * bound``; otherwise a 0/1
+    knapsack over cards with each bound split into binary chunks (1, 2, 4, ..., rest): exact.
+    Above :data:`KNAPSACK_MAX_CARDS` cards (never in practice), the fractional relaxation
+    (best replicas per card first), rounded down: an upper bound, so ``min_replicas`` is never
+    blamed wrongly (a missed blame still leaves the elastic cap reasons).
+    """
+    if bool(np.any(np.isinf(bound))):
+        return math.inf
+    if float(np.sum(tp * bound)) <= cards:
+        return float(np.sum(rpu * bound))
+    if cards > KNAPSACK_MAX_CARDS:
+        left, total = cards, 0.0
+        for j in sorted(range(tp.size), key=lambda j: (-rpu[j] / tp[j], j)):
+            take = min(float(bound[j]), left / float(tp[j]))
+            total += take * float(rpu[j])
+            left -= take * float(tp[j])
+        return float(math.floor(total + 1e-9))
+    size = int(cards)
+    best = np.zeros(size + 1)  # best[c]: most replicas within c cards
+    for j in range(tp.size):
+        left_units = int(bound[j])
+        chunk = 1
+        while left_units > 0:
+            take = min(chunk, left_units)
+            left_units -= take
+            chunk *= 2
+            weight = take * int(tp[j])
+            if weight > size:
+                continue
+            # Right-hand side is built before the assignment: each chunk is used at most once.
+            best[weight:] = np.maximum(best[weight:], best[: size + 1 - weight] + take * rpu[j])
+    return float(best[size])
+
+
 def min_replicas_reason(canon: Canon, gpu_id: str | None) -> Reason | None:
-    """``min_replicas`` when the caps allow fewer replicas than it asks for."""
+    """``min_replicas`` when the caps allow fewer model replicas than it asks for."""
     allowed = max_replicas_allowed(canon, gpu_id)
     if canon.min_replicas <= allowed:
         return None
@@ -137,16 +190,16 @@ def min_replicas_reason(canon: Canon, gpu_id: str | None) -> Reason | None:
         shortfall=shortfall,
         message=(
             f"min_replicas is {canon.min_replicas} but the caps allow at most "
-            f"{int(allowed)} replicas"
+            f"{int(allowed)} model replicas"
         ),
     )
 
 
 def cap_reason(code: ReasonCode, subject: str, excess: float) -> Reason:
-    """A cap that must grow by ``excess`` (cards for ``max_cards``, replicas for
+    """A cap that must grow by ``excess`` (cards for ``max_cards``, units of the option for
     ``max_replicas``, rounded up) for the demand to fit."""
     amount = float(math.ceil(excess - 1e-6))
-    unit = "cards" if code is ReasonCode.MAX_CARDS else "replicas"
+    unit = "cards" if code is ReasonCode.MAX_CARDS else "units"
     return Reason(
         code,
         subject,

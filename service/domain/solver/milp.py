@@ -1,19 +1,25 @@
-"""Fleet MILP: the cheapest mix of replicas that serves every request shape under the SLO.
+"""Fleet MILP: the cheapest mix of billed units that serves every request shape under the SLO.
+
+A *unit* of an option is what is bought and billed whole (one replica on its cards, or a cloud
+instance of ``n`` cards hosting ``r = n // t`` replicas of tensor-parallel degree ``t``); a
+*replica* is one model instance. The variables count units; only C4 counts replicas.
 
 Notation (indices: ``s`` bucket, ``g`` option, ``i`` GPU id; ``gpu(g)`` is option g's GPU)::
 
     d[s]     demand of bucket s, requests/s, before headroom (Bucket.demand_qps)
     D[s]     d[s] * (1 + headroom): the rate to serve, requests/s
-    cap[s,g] requests/s ONE replica of g sustains on shape s alone within the SLO (0: cannot)
-    c[g]     USD/hour per replica of g (FleetOption.usd_per_hour > 0)
-    tp[g]    cards per replica of g (tensor-parallel degree)
-    u[g]     replica cap of offer g (max_replicas, inf if none)
+    cap[s,g] requests/s ONE unit of g (all its replicas) sustains on shape s alone within the
+             SLO (0: cannot)
+    c[g]     USD/hour per unit of g (FleetOption.usd_per_hour > 0)
+    tp[g]    cards per unit of g (FleetOption.tensor_parallel)
+    r[g]     model replicas per unit of g (FleetOption.replicas_per_unit >= 1)
+    u[g]     unit cap of offer g (FleetOption.max_replicas, in units; inf if none)
     K[i]     card cap of GPU i (max_cards, inf if none)
-    m        min_replicas;  B  budget, USD/hour
+    m        min_replicas (model replicas);  B  budget, USD/hour
 
 Variables::
 
-    x[g]   in Z>=0   replicas of option g
+    x[g]   in Z>=0   units of option g
     z[s,g] >= 0      requests/s of bucket s served by g (only where cap[s,g] > 0)
     y[i]   in {0,1}  GPU i is the one type (only when allow_mix is False and >1 GPU remains)
 
@@ -24,34 +30,38 @@ Objective (USD/hour)::
 Constraints (labelled the same way in the code)::
 
     C1 demand       sum_g z[s,g] = D[s]                         for every s with D[s] > 0
-    C2 capacity     sum_s z[s,g] / cap[s,g] <= x[g]             for every g  (replicas; a
-                    replica time-shares between shapes, Melange-style)
+    C2 capacity     sum_s z[s,g] / cap[s,g] <= x[g]             for every g  (units; a
+                    unit time-shares between shapes, Melange-style)
     C3 availability sum_{g: gpu(g)=i} tp[g] * x[g] <= K[i]      for every capped i  (cards)
-                    x[g] <= u[g]                                for every capped g  (replicas)
-    C4 redundancy   sum_g x[g] >= m                             (replicas)
+                    x[g] <= u[g]                                for every capped g  (units)
+    C4 redundancy   sum_g r[g] * x[g] >= m                      (model replicas)
     C5 single type  sum_i y[i] = 1;  x[g] <= U[g] * y[gpu(g)]   when allow_mix is False
     C6 budget       sum_g c[g] * x[g] <= B                      (only in the load-scaling solve)
 
 Numerics: C1 rows are divided by D[s] (dimensionless fractions). With a single demanded
 shape, C1 and C2 are passed in their aggregate, pure-integer form ``sum_g cap[s,g] x[g] >= D[s]``
 (the same feasible fleets; HiGHS solves it 2-4x faster) and the load is split over the
-replicas in proportion to capacity. Costs are exact integers in
-units of 10**-k USD/hour (:func:`candidates.quantise_costs`; k <= 6, almost always the number
-of decimals prices are quoted with), so two fleets' costs are equal or at least one unit apart.
+units in proportion to capacity. Costs are exact integers in
+*cost units* of 10**-k USD/hour (:func:`candidates.quantise_costs`; k <= 6, almost always the
+number of decimals prices are quoted with), so two fleets' costs are equal or at least one cost
+unit apart.
 
 Big-U (C5) is also the variable bound ``x[g] <= U[g]``, valid because it only removes
-non-optimal fleets: ``U[g] = min(u[g], floor(K[gpu(g)] / tp[g]), max(m, ceil(L[g])))`` with
-``L[g] = sum_s D[s] / cap[s,g]`` over the shapes g can serve: more replicas of g than needed to
-carry all the load g could carry alone and to meet m can be removed at a strictly lower cost.
-In the load-scaling solve, ``U[g] = min(u[g], floor(K / tp[g]), floor(B / c[g]))``.
+non-optimal fleets: ``U[g] = min(u[g], floor(K[gpu(g)] / tp[g]), max(ceil(m / r[g]),
+ceil(L[g])))`` with ``L[g] = sum_s D[s] / cap[s,g]`` over the shapes g can serve: more units of
+g than needed to carry all the load g could carry alone and to host m replicas alone can be
+removed at a strictly lower cost (g alone still carries its load and hosts
+``r[g] * ceil(m / r[g]) >= m`` replicas). In the load-scaling solve,
+``U[g] = min(u[g], floor(K / tp[g]), floor(B / c[g]))``.
 
 Optimality and ties. Every solve asks HiGHS for a relative MIP gap of 0 (its absolute gap 1e-6 is
 below one cost unit, and HiGHS detects the integral objective), under ``time_limit_s``. Among
-equal-cost fleets the one with the fewest cards wins, lexicographically: the objective passed to
+equal-cost fleets the one with the fewest cards (``sum_g tp[g] x[g]``; model replicas play no
+part) wins, lexicographically: the objective passed to
 HiGHS is ``sum_g (W * c[g] + tp[g]) * x[g]`` in cost units, with ``W`` larger than the cards of
 any cheapest fleet (``W = 1 + min(sum_g tp[g] U[g], UB / min_g(c[g] / tp[g]))``, ``UB`` the
 cost of some feasible fleet). Costs being integers, two fleets' costs differ by 0 or by at least
-one unit, worth ``W`` > any cheapest fleet's cards, so the tie-break can never make the fleet
+one cost unit, worth ``W`` > any cheapest fleet's cards, so the tie-break can never make the fleet
 dearer ("scaled below the smallest cost difference"). When ``UB * W`` exceeds 1e10 (floating
 point would blur single cards), the same order comes from two stages instead: minimise cost,
 then minimise cards subject to ``cost <= cost*``; stage 2 is discarded if it returns anything
@@ -87,8 +97,8 @@ from service.domain.solver.candidates import (
     Mode,
     Selection,
     canonicalize,
-    ceil_load,
-    load_replicas,
+    load_units,
+    need_units,
     select,
 )
 from service.domain.solver.exact import exact_fleet
@@ -247,8 +257,8 @@ def _core_rows(canon: Canon, lay: _Layout, *, scale_col: int | None, soft_caps: 
             np.zeros(n_x),
         )
 
-    # C3 availability: cards per GPU, sum tp[g] x[g] <= K[i] (replica caps are bounds);
-    # elastic: every cap gets a slack column, x[g] - f[g] <= u[g] for replica caps.
+    # C3 availability: cards per GPU, sum tp[g] x[g] <= K[i] (unit caps u[g] are bounds);
+    # elastic: every cap gets a slack column, x[g] - f[g] <= u[g] for unit caps.
     for k, cap_row in enumerate(_cap_rows(canon, sel, include_replicas=soft_caps)):
         cols, vals = cap_row.cols, cap_row.coef
         if soft_caps:
@@ -256,9 +266,14 @@ def _core_rows(canon: Canon, lay: _Layout, *, scale_col: int | None, soft_caps: 
             vals = np.append(vals, -1.0)
         rows.add(cols, vals, -np.inf, cap_row.limit)
 
-    # C4 redundancy: sum_g x[g] >= m
+    # C4 redundancy: sum_g r[g] x[g] >= m  (model replicas; x counts units)
     if canon.min_replicas > 0:
-        rows.add(np.arange(n_x), np.ones(n_x), float(canon.min_replicas), np.inf)
+        rows.add(
+            np.arange(n_x),
+            canon.rpu[sel.cols].astype(np.float64),
+            float(canon.min_replicas),
+            np.inf,
+        )
 
     # C5 single type: x[g] - U[g] y[gpu(g)] <= 0;  sum_i y[i] = 1
     if lay.y_gpus.size:
@@ -290,11 +305,11 @@ def _bounds(canon: Canon, lay: _Layout) -> tuple[FloatArray, FloatArray, np.ndar
 
 def _cost_upper_bound(canon: Canon, sel: Selection) -> float:
     """Cost units of some feasible fleet (an upper bound on the optimum): the cheapest
-    one-option fleet ``max(m, ceil(L[g]))`` among options that serve every demanded shape
-    within their bound; the whole box ``sum_g c[g] * U[g]`` when there is none."""
+    one-option fleet ``max(ceil(m / r[g]), ceil(L[g]))`` units among options that serve every
+    demanded shape within their bound; the whole box ``sum_g c[g] * U[g]`` when there is none."""
     cols = sel.cols
     covers = np.all(canon.cap[canon.demanded][:, cols] > 0.0, axis=0)
-    need = np.maximum(float(canon.min_replicas), ceil_load(load_replicas(canon, cols)))
+    need = need_units(canon, cols)
     fits = covers & (need <= sel.upper)
     if bool(fits.any()):
         return float(np.min(canon.cost[cols][fits] * need[fits]))
@@ -372,17 +387,17 @@ def _scale_model(canon: Canon, sel: Selection) -> tuple[MilpModel, _Layout]:
 class _CapRow:
     """One C3 row ``sum coef * x[cols] <= limit`` (selection columns) and what it stands for."""
 
-    code: ReasonCode  # MAX_CARDS (cards of a GPU) or MAX_REPLICAS (replicas of an offer)
+    code: ReasonCode  # MAX_CARDS (cards of a GPU) or MAX_REPLICAS (units of an offer)
     subject: str
     cols: IntArray
     coef: FloatArray
     limit: float
-    cards_per_unit: float  # cards one unit of slack stands for (1, or tp for replicas)
+    cards_per_unit: float  # cards one unit of slack stands for (1, or tp for unit caps)
 
 
 def _cap_rows(canon: Canon, sel: Selection, *, include_replicas: bool) -> list[_CapRow]:
     """C3 rows that can bind within the variable bounds: card caps per GPU and, when
-    ``include_replicas`` (elastic), replica caps per offer (otherwise those are bounds)."""
+    ``include_replicas`` (elastic), unit caps per offer (otherwise those are bounds)."""
     out: list[_CapRow] = []
     gpu_sel = canon.gpu_of[sel.cols]
     tp_sel = canon.tp[sel.cols].astype(np.float64)
@@ -431,7 +446,7 @@ def _fleet_from(canon: Canon, lay: _Layout, values: FloatArray) -> Fleet:
     served = np.zeros_like(canon.cap)
     demanded = np.flatnonzero(canon.demanded)
     if demanded.size == 1:
-        # One shape: every replica runs at the same share of its capacity.
+        # One shape: every unit runs at the same share of its capacity.
         s = int(demanded[0])
         capacity = canon.cap[s] * x
         total = float(capacity.sum())
@@ -478,6 +493,7 @@ def _solution(
         status=status,
         usd_per_hour=usd,
         replicas=tuple((canon.keys[g], int(x[g])) for g in used),
+        model_replicas=tuple((canon.keys[g], int(x[g]) * int(canon.rpu[g])) for g in used),
         cards=tuple(sorted(cards_per_gpu.items())),
         served_qps=tuple(sorted(served)),
         utilization=utilization,
@@ -568,8 +584,9 @@ def _with_budget(
     if canon.budget_usd_per_hour is None or not solution.has_fleet:
         return solution
     index = {key: g for g, key in enumerate(canon.keys)}
-    units = math.fsum(float(canon.cost[index[key]]) * n for key, n in solution.replicas)
-    if canon.budget_units is None or units <= canon.budget_units:
+    # solution.replicas is (option key, units): units times cost units per unit.
+    cost_units = math.fsum(float(canon.cost[index[key]]) * n for key, n in solution.replicas)
+    if canon.budget_units is None or cost_units <= canon.budget_units:
         return solution
     shortfall = solution.usd_per_hour - canon.budget_usd_per_hour
     reason = explain.budget_reason(shortfall)
@@ -632,7 +649,9 @@ def _replace_allow_mix(canon: Canon) -> Canon:
 
 
 def _max_scale(canon: Canon, gpu_id: str | None) -> tuple[float, MilpResult | None]:
-    """Largest ``lam`` such that ``D * lam`` fits C2-C6 (0.0 when nothing fits)."""
+    """Largest ``lam`` such that ``D * lam`` fits C2-C6 (0.0 when nothing fits). One option
+    and no single-type rule: its most units ``U`` carry ``U / L`` times the demand, if those
+    units host ``min_replicas``."""
     if not bool(canon.demanded.any()) or canon.budget_units is None:
         return 0.0, None
     if explain.coverage_reasons(canon, gpu_id):
@@ -644,10 +663,10 @@ def _max_scale(canon: Canon, gpu_id: str | None) -> tuple[float, MilpResult | No
         g = int(sel.cols[0])
         if bool(np.any(canon.cap[canon.demanded, g] <= 0.0)):
             return 0.0, None
-        replicas = float(sel.upper[0])
-        if replicas < canon.min_replicas:
+        units = float(sel.upper[0])
+        if units * float(canon.rpu[g]) < canon.min_replicas:
             return 0.0, None
-        return replicas / float(load_replicas(canon, sel.cols)[0]), None
+        return units / float(load_units(canon, sel.cols)[0]), None
     model, lay = _scale_model(canon, sel)
     result = solve_milp(model, time_limit_s=canon.time_limit_s)
     if result.x is None:

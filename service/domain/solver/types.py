@@ -1,9 +1,13 @@
 """Inputs and outputs of the fleet solver.
 
 Units are in the names: ``*_qps`` is requests per second, ``usd_per_hour`` is US dollars per
-hour, ``time_limit_s`` is wall-clock seconds. A *replica* is one model instance spread over
-``tensor_parallel`` *cards* (GPUs). Every value is frozen; collections are tuples so equal
-inputs hash and compare equal.
+hour, ``time_limit_s`` is wall-clock seconds. A *replica* is one model instance (one copy of the
+weights, possibly tensor-parallel over several cards). A *unit* is what the planner buys and is
+billed for: one unit of a :class:`FleetOption` has ``tensor_parallel`` *cards* (GPUs) and hosts
+``replicas_per_unit`` replicas (e.g. an 8-GPU cloud instance hosting 4 replicas at
+tensor-parallel degree 2). The solver chooses a whole number of units per option; counts of
+units and counts of replicas are kept apart in every name and docstring below. Every value is
+frozen; collections are tuples so equal inputs hash and compare equal.
 
 Construction validates the values (finite, non-negative, consistent lengths, unique keys) and
 raises :class:`service.domain.errors.InvalidInput` naming the offending field.
@@ -41,18 +45,26 @@ class Bucket:
 
 @dataclass(frozen=True, slots=True)
 class FleetOption:
-    """One way to run one replica: a GPU type, a tensor-parallel degree and a price offer.
+    """One billed unit the planner can buy: a GPU type, a price offer and what runs on it.
 
-    ``usd_per_hour`` is the price of ONE replica (all its ``tensor_parallel`` cards) per hour;
-    instance billing is already folded in by the planner. It must be > 0: a free option would
-    make "the most load a budget buys" unbounded.
+    * ``tensor_parallel``: CARDS per unit (for a whole cloud instance, its card count ``n``, not
+      the model's tensor-parallel degree ``t``). A fleet of ``x`` units uses
+      ``x * tensor_parallel`` cards of ``gpu_id``: that is what ``FleetProblem.max_cards`` caps
+      and what the equal-cost tie-break minimises.
+    * ``replicas_per_unit``: model replicas one unit hosts (>= 1; ``n // t`` for an instance of
+      ``n`` cards running replicas of degree ``t``). ``FleetProblem.min_replicas`` counts these.
+    * ``usd_per_hour``: the price of ONE unit per hour (the whole instance: units are billed
+      whole). It must be > 0: a free option would make "the most load a budget buys" unbounded.
+    * ``capacity_qps[s]``: the largest request rate of bucket ``s`` (same order as
+      ``FleetProblem.buckets``) that ONE unit (all its replicas together) sustains within the
+      latency SLO when it serves only that shape; ``0.0`` means the unit cannot serve the shape
+      at all. A unit that serves several shapes time-shares: rates ``r_s`` fit iff
+      ``sum_s r_s / capacity_qps[s] <= 1``.
+    * ``max_replicas``: caps how many UNITS of this offer can be bought (offer availability;
+      ``None``: unbounded). Despite the name it counts units, not model replicas.
 
-    ``capacity_qps[s]`` is the largest request rate of bucket ``s`` (same order as
-    ``FleetProblem.buckets``) that ONE replica sustains within the latency SLO when it serves only
-    that shape; ``0.0`` means the replica cannot serve the shape at all. A replica that serves
-    several shapes time-shares: rates ``r_s`` fit iff ``sum_s r_s / capacity_qps[s] <= 1``.
-
-    ``max_replicas`` caps how many replicas this offer can supply (``None``: unbounded).
+    With ``replicas_per_unit == 1`` (the default) a unit is one replica on ``tensor_parallel``
+    cards, the model every field was first written for.
     """
 
     key: str
@@ -61,6 +73,7 @@ class FleetOption:
     usd_per_hour: float
     capacity_qps: tuple[float, ...]
     max_replicas: int | None = None
+    replicas_per_unit: int = 1
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -85,6 +98,12 @@ class FleetOption:
                 f"option {self.key!r}: max_replicas must be >= 0, got {self.max_replicas}",
                 field="max_replicas",
             )
+        if self.replicas_per_unit < 1:
+            raise InvalidInput(
+                f"option {self.key!r}: replicas_per_unit must be >= 1, "
+                f"got {self.replicas_per_unit}",
+                field="replicas_per_unit",
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,12 +112,13 @@ class FleetProblem:
 
     * ``headroom``: every bucket's demand is multiplied by ``1 + headroom`` before it is served
       (0.2 = plan for 20 % more load than offered).
-    * ``min_replicas``: the fleet has at least this many replicas in total (redundancy).
-      Only options that can serve at least one demanded shape count (see ``milp``).
+    * ``min_replicas``: the fleet hosts at least this many MODEL REPLICAS in total
+      (redundancy): ``sum_g replicas_per_unit[g] * units[g] >= min_replicas``. Only options that
+      can serve at least one demanded shape count (see ``milp``).
     * ``max_cards``: ``(gpu_id, cards)`` pairs; the fleet uses at most ``cards`` cards of that
-      GPU, summed over all its options (``replicas * tensor_parallel``). GPUs not listed are
+      GPU, summed over all its options (``units * tensor_parallel``). GPUs not listed are
       unbounded.
-    * ``allow_mix``: ``False`` forces every replica onto ONE ``gpu_id`` (several offers and
+    * ``allow_mix``: ``False`` forces every unit onto ONE ``gpu_id`` (several offers and
       tensor-parallel degrees of that GPU remain allowed).
     * ``budget_usd_per_hour``: when the cheapest fleet costs more, the solve says
       ``over_budget`` and reports how much load the budget would buy.
@@ -180,9 +200,10 @@ class ReasonCode(enum.StrEnum):
     * ``single_type``: empty; the single-type rule is what makes the demand unreachable (a mix
       of GPU types would meet it).
     * ``max_cards``: the gpu_id whose card cap is too low; ``shortfall`` = missing cards.
-    * ``max_replicas``: the option key whose replica cap is too low; ``shortfall`` = replicas.
-    * ``min_replicas``: empty; the caps allow fewer replicas than ``min_replicas``;
-      ``shortfall`` = missing replicas.
+    * ``max_replicas``: the option key whose unit cap (``FleetOption.max_replicas``) is too
+      low; ``shortfall`` = missing UNITS of that option.
+    * ``min_replicas``: empty; the caps allow fewer model replicas than ``min_replicas``;
+      ``shortfall`` = missing model replicas.
     * ``budget``: empty; ``shortfall`` = USD/hour above the budget.
     * ``time_limit``: empty; HiGHS stopped before finding (or proving) a fleet.
     * ``solver_error``: empty; HiGHS failed (numerical trouble); not expected in practice.
@@ -204,7 +225,8 @@ class ReasonCode(enum.StrEnum):
 class Reason:
     """One cause, precise enough for the planner to phrase a sentence from.
 
-    ``shortfall`` is in the unit the code names (cards, replicas, USD/hour); ``buckets`` lists
+    ``shortfall`` is in the unit the code names (cards, units of an option, model replicas,
+    USD/hour; see :class:`ReasonCode`); ``buckets`` lists
     bucket keys where relevant (``gpu_cannot_serve``). ``message`` is an English fallback.
     """
 
@@ -225,12 +247,17 @@ class FleetSolution:
     """The outcome of one solve.
 
     * ``usd_per_hour``: cost of the returned fleet (0.0 when there is none).
-    * ``replicas``: ``(option key, replicas)``, only counts > 0, sorted by key.
+    * ``replicas``: ``(option key, units)``: how many UNITS of each option to buy (not model
+      replicas: a unit hosts ``replicas_per_unit`` of them), only counts > 0, sorted by key.
+      The name predates multi-replica units and is kept for compatibility.
+    * ``model_replicas``: ``(option key, model replicas)``: the same options in the same order,
+      ``units * replicas_per_unit``. :attr:`total_replicas` sums it; :attr:`total_units` sums
+      ``replicas``.
     * ``cards``: ``(gpu_id, cards)``, only counts > 0, sorted by gpu_id.
     * ``served_qps``: ``(bucket key, option key, requests/s)`` sorted by keys; rates include
       headroom, so per bucket they add up to ``demand_qps * (1 + headroom)``.
-    * ``utilization``: ``(option key, share)``: the fraction of the option's replica-time the
-      served load uses, in [0, 1] (``sum_s served[s] / capacity[s] / replicas``).
+    * ``utilization``: ``(option key, share)``: the fraction of the option's unit-time the
+      served load uses, in [0, 1] (``sum_s served[s] / capacity[s] / units``).
     * ``binding``: labels of the constraints active at this fleet, sorted: ``demand:<bucket>``
       (always, for demanded buckets), ``max_cards:<gpu_id>``, ``max_replicas:<option>``,
       ``min_replicas``, ``budget``. Active means tight, not necessarily costly:
@@ -251,6 +278,7 @@ class FleetSolution:
     max_qps_within_budget: float | None = None
     mip_gap: float = 0.0
     reasons: tuple[Reason, ...] = ()
+    model_replicas: tuple[tuple[str, int], ...] = ()
 
     @property
     def has_fleet(self) -> bool:
@@ -259,7 +287,13 @@ class FleetSolution:
 
     @property
     def total_replicas(self) -> int:
-        """Replicas in the fleet."""
+        """Model replicas in the fleet (what ``min_replicas`` counts): sum of
+        ``model_replicas``, i.e. ``units * replicas_per_unit`` over the options."""
+        return sum(n for _, n in self.model_replicas)
+
+    @property
+    def total_units(self) -> int:
+        """Units (billed instances or replicas) in the fleet: sum of ``replicas``."""
         return sum(n for _, n in self.replicas)
 
     @property

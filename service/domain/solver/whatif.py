@@ -16,8 +16,9 @@ from service.domain.solver.types import FleetOption, FleetProblem, FleetSolution
 
 def constraint_labels(problem: FleetProblem) -> tuple[str, ...]:
     """Every relaxable constraint of ``problem``, sorted: ``max_cards:<gpu>`` for capped GPUs
-    that some option uses, ``max_replicas:<option>``, ``min_replicas`` (when > 0) and
-    ``single_type`` (when mixing is disallowed)."""
+    that some option uses, ``max_replicas:<option>`` (the option's unit cap), ``min_replicas``
+    (model replicas, when > 0) and ``single_type`` (when mixing is disallowed). Relaxing one
+    removes it and keeps everything else, ``replicas_per_unit`` included."""
     gpus = {o.gpu_id for o in problem.options}
     labels = [f"max_cards:{gpu}" for gpu, _ in problem.max_cards if gpu in gpus]
     labels += [f"max_replicas:{o.key}" for o in problem.options if o.max_replicas is not None]

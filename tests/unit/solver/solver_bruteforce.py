@@ -1,12 +1,17 @@
 """Brute-force reference for the fleet solver, independent of its code.
 
-Enumerates every integer replica vector in a box, filters the caps, sorts by (cost, cards) and
-checks each candidate's assignment with an LP (``scipy.optimize.linprog``) until one fits.
-Only for tiny instances. Prices must be whole cents so costs compare exactly.
+Enumerates every integer vector of units (``x[g]``: units of option ``g``, each hosting
+``replicas_per_unit`` model replicas on ``tensor_parallel`` cards) in a box, filters the caps
+(``max_replicas`` caps units; ``min_replicas`` needs ``sum_g replicas_per_unit[g] * x[g]``),
+sorts by (cost, cards) and checks each candidate's assignment with an LP
+(``scipy.optimize.linprog``) until one fits. Only for tiny instances. Prices must be whole cents
+so costs compare exactly.
 
-The box: an optimal fleet never has more than ``max(m, ceil(L[g]))`` replicas of option ``g``
-(``L[g]`` = replicas ``g`` needs to carry everything it can serve alone), so ``+ 1`` on top of
-that is a safe margin that does not rely on the solver's own bound being right.
+The box: an optimal fleet never has more than ``max(ceil(m / r[g]), ceil(L[g]))`` units of
+option ``g`` (``L[g]`` = units ``g`` needs to carry everything it can serve alone, ``r[g]`` its
+replicas per unit): with one unit fewer, ``g`` alone still carries all it carried and hosts
+``r[g] * ceil(m / r[g]) >= m`` replicas, for strictly less money. ``+ 1`` on top of that is a
+safe margin that does not rely on the solver's own bound being right.
 """
 
 from __future__ import annotations
@@ -82,7 +87,8 @@ def _box(problem: FleetProblem, demand: np.ndarray, cap: np.ndarray) -> list[ran
         load = sum(
             demand[s] / cap[g, s] for s in range(len(demand)) if demand[s] > 0 and cap[g, s] > 0
         )
-        top = max(problem.min_replicas, math.ceil(load)) + 1
+        by_replicas = -(-problem.min_replicas // option.replicas_per_unit)
+        top = max(by_replicas, math.ceil(load)) + 1
         if option.max_replicas is not None:
             top = min(top, option.max_replicas)
         if option.gpu_id in card_cap:
@@ -96,7 +102,7 @@ def _candidates(problem: FleetProblem, demand: np.ndarray, cap: np.ndarray) -> n
     grid = np.array(list(itertools.product(*ranges)), dtype=np.int64).reshape(
         -1, len(problem.options)
     )
-    ok = grid.sum(axis=1) >= problem.min_replicas
+    ok = grid @ _replicas_per_unit(problem) >= problem.min_replicas  # C4 counts model replicas
     for gpu, limit in problem.max_cards:
         tp = np.array(
             [o.tensor_parallel if o.gpu_id == gpu else 0 for o in problem.options], dtype=np.int64
@@ -116,6 +122,10 @@ def _candidates(problem: FleetProblem, demand: np.ndarray, cap: np.ndarray) -> n
     for s in np.flatnonzero(demand > 0):
         ok &= grid @ cap[:, s] >= demand[s] * (1 - TOL)
     return grid[ok]
+
+
+def _replicas_per_unit(problem: FleetProblem) -> np.ndarray:
+    return np.array([o.replicas_per_unit for o in problem.options], dtype=np.int64)
 
 
 def cents(option: FleetOption) -> int:
@@ -153,9 +163,10 @@ def reference_max_scale(problem: FleetProblem) -> float:
         ranges.append(range(top + 1))
     best = 0.0
     prices = np.array([cents(o) for o in problem.options])
+    rpu = _replicas_per_unit(problem)
     for x in itertools.product(*ranges):
         xv = np.array(x)
-        if int(xv @ prices) > budget_cents or xv.sum() < problem.min_replicas:
+        if int(xv @ prices) > budget_cents or int(xv @ rpu) < problem.min_replicas:
             continue
         if not problem.allow_mix:
             used = {o.gpu_id for o, n in zip(problem.options, x, strict=True) if n > 0}
@@ -203,9 +214,17 @@ def _max_scale_of(demand: np.ndarray, cap: np.ndarray, x: np.ndarray) -> float:
     return float(res.x[n]) if res.status == 0 else 0.0
 
 
-def random_problem(seed: int, *, max_options: int = 4, max_buckets: int = 3) -> FleetProblem:
+def random_problem(
+    seed: int, *, max_options: int = 4, max_buckets: int = 3, multi_replica: bool = False
+) -> FleetProblem:
     """A tiny random instance: 2..max_options options over 1-3 GPUs, 1..max_buckets buckets,
-    random caps, min_replicas, allow_mix, headroom. Prices are whole cents."""
+    random caps, min_replicas, allow_mix, headroom. Prices are whole cents.
+
+    ``multi_replica``: options are billed units hosting ``replicas_per_unit`` in {1, 2, 4, 8}
+    replicas of degree ``t`` (``t * replicas_per_unit <= 8`` cards per unit), with capacity and
+    price per unit (a random bulk discount or premium), larger ``min_replicas`` (up to 12) and
+    card caps (up to 24), so C4 in model replicas binds often. Without it the draws are the
+    historical ones (one replica per unit)."""
     rng = random.Random(seed)
     n_buckets = rng.randint(1, max_buckets)
     n_options = rng.randint(2, max_options)
@@ -217,38 +236,57 @@ def random_problem(seed: int, *, max_options: int = 4, max_buckets: int = 3) -> 
     options = []
     for g in range(n_options):
         gpu = rng.choice(gpus)
-        tp = rng.choice([1, 1, 2, 4])
+        if multi_replica:
+            rpu = rng.choice([1, 2, 4, 8])
+            tp = rng.choice([t for t in (1, 2, 4) if t * rpu <= 8])
+        else:
+            rpu, tp = 1, rng.choice([1, 1, 2, 4])
         caps = tuple(
-            0.0 if rng.random() < 0.25 else round(rng.uniform(1.0, 8.0), 2)
+            0.0 if rng.random() < 0.25 else round(rng.uniform(1.0, 8.0), 2) * rpu
             for _ in range(n_buckets)
         )
+        price_cents = rng.randint(50, 800)
+        if multi_replica:
+            price_cents = round(price_cents * rpu * rng.uniform(0.6, 1.2))
         options.append(
             FleetOption(
-                key=f"{gpu}|tp{tp}|o{g}",
+                key=f"{gpu}|tp{tp}|r{rpu}|o{g}" if multi_replica else f"{gpu}|tp{tp}|o{g}",
                 gpu_id=gpu,
-                tensor_parallel=tp,
-                usd_per_hour=rng.randint(50, 800) / 100,
+                tensor_parallel=tp * rpu,
+                usd_per_hour=price_cents / 100,
                 capacity_qps=caps,
                 max_replicas=rng.randint(0, 5) if rng.random() < 0.3 else None,
+                replicas_per_unit=rpu,
             )
         )
-    max_cards = tuple((gpu, rng.randint(0, 10)) for gpu in gpus if rng.random() < 0.3)
+    card_limit = 24 if multi_replica else 10
+    max_cards = tuple((gpu, rng.randint(0, card_limit)) for gpu in gpus if rng.random() < 0.3)
+    min_choices = [0, 1, 2, 3, 5, 8, 12] if multi_replica else [0, 0, 0, 1, 2, 3, 5]
     return FleetProblem(
         buckets=buckets,
         options=tuple(options),
         headroom=rng.choice([0.0, 0.0, 0.1, 0.25]),
-        min_replicas=rng.choice([0, 0, 0, 1, 2, 3, 5]),
+        min_replicas=rng.choice(min_choices),
         max_cards=max_cards,
         allow_mix=rng.random() < 0.75,
     )
 
 
 def catalog_problem(
-    seed: int, *, n_gpus: int = 8, n_buckets: int = 3, cap_prob: float = 0.15
+    seed: int,
+    *,
+    n_gpus: int = 8,
+    n_buckets: int = 3,
+    cap_prob: float = 0.15,
+    packed: bool = False,
 ) -> FleetProblem:
     """A catalog-shaped instance: per GPU, tensor-parallel degrees 1/2/4/8 whose memory admits
     only some shapes, sub-linear TP scaling, several offers (providers) per GPU at different
-    per-card prices, a few capped offers and card caps. Too big for brute force."""
+    per-card prices, a few capped offers and card caps. Too big for brute force.
+
+    ``packed``: each offer of degree ``t < 8`` is also sold as a whole 8-card instance hosting
+    ``8 // t`` replicas (capacity and price per instance, a random bulk discount or premium),
+    and ``min_replicas`` is drawn larger, so pruning and C4 meet multi-replica units."""
     rng = random.Random(seed)
     need = [1 + 3 * s / max(1, n_buckets - 1) for s in range(n_buckets)]
     buckets = tuple(Bucket(f"b{s}", round(rng.uniform(5.0, 80.0), 1)) for s in range(n_buckets))
@@ -276,11 +314,24 @@ def catalog_problem(
                         max_replicas=rng.randint(1, 12) if rng.random() < cap_prob else None,
                     )
                 )
+                if packed and tp < 8:
+                    per = 8 // tp
+                    options.append(
+                        FleetOption(
+                            key=f"{gpu}|tp{tp}|x8|o{o}",
+                            gpu_id=gpu,
+                            tensor_parallel=8,
+                            usd_per_hour=round(price * 8 * rng.uniform(0.8, 1.1), 2),
+                            capacity_qps=tuple(c * per for c in caps),
+                            max_replicas=rng.randint(1, 4) if rng.random() < cap_prob else None,
+                            replicas_per_unit=per,
+                        )
+                    )
     max_cards = tuple((f"g{i}", rng.randint(4, 40)) for i in range(n_gpus) if rng.random() < 0.2)
     return FleetProblem(
         buckets=buckets,
         options=tuple(options),
-        min_replicas=rng.choice([0, 0, 2, 4]),
+        min_replicas=rng.choice([0, 8, 12, 20] if packed else [0, 0, 2, 4]),
         max_cards=max_cards,
         allow_mix=rng.random() < 0.8,
         headroom=rng.choice([0.0, 0.2]),

@@ -43,15 +43,17 @@ def problems(draw: st.DrawFn) -> FleetProblem:
     for g in range(n_options):
         gpu = draw(st.sampled_from(GPUS))
         tp = draw(st.sampled_from([1, 2, 4]))
+        rpu = draw(st.sampled_from([1, 1, 2, 4]))  # replicas per billed unit
         caps = tuple(draw(st.sampled_from([0.0, 1.0, 2.5, 4.0, 7.0])) for _ in range(n_buckets))
         options.append(
             FleetOption(
-                key=f"{gpu}|tp{tp}|o{g}",
+                key=f"{gpu}|tp{tp}|r{rpu}|o{g}",
                 gpu_id=gpu,
-                tensor_parallel=tp,
+                tensor_parallel=tp * rpu,
                 usd_per_hour=draw(st.sampled_from([0.5, 1.0, 1.25, 2.0, 3.4, 6.0])),
-                capacity_qps=caps,
+                capacity_qps=tuple(c * rpu for c in caps),
                 max_replicas=draw(st.one_of(st.none(), st.integers(0, 6))),
+                replicas_per_unit=rpu,
             )
         )
     max_cards = tuple(
@@ -63,7 +65,7 @@ def problems(draw: st.DrawFn) -> FleetProblem:
         buckets=buckets,
         options=tuple(options),
         headroom=draw(st.sampled_from([0.0, 0.2])),
-        min_replicas=draw(st.sampled_from([0, 0, 1, 3])),
+        min_replicas=draw(st.sampled_from([0, 0, 1, 3, 6])),
         max_cards=max_cards,
         allow_mix=draw(st.booleans()) or draw(st.booleans()),
     )

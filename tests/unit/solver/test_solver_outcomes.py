@@ -1,5 +1,6 @@
 """Typed outcomes: budget (over_budget + load within budget), infeasibility reasons, the time
-limit, determinism, binding labels, validation, the mix example and the what-if savings."""
+limit, determinism, binding labels, validation, the mix example, the what-if savings and
+multi-replica units (an instance billed whole that hosts several model replicas)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from service.domain.solver import (
     solve_fleet,
     solve_single_type,
 )
+from service.domain.solver import exact as exact_module
 from tests.unit.solver.solver_bruteforce import random_problem
 
 SHORT_LONG = (Bucket("short", 60.0), Bucket("long", 6.0))
@@ -360,6 +362,7 @@ def test_solve_single_type_rejects_unknown_gpu() -> None:
         lambda: FleetOption("o", "g", 1, 0.0, (1.0,)),
         lambda: FleetOption("o", "g", 1, 1.0, (-1.0,)),
         lambda: FleetOption("o", "g", 1, 1.0, (1.0,), max_replicas=-1),
+        lambda: FleetOption("o", "g", 1, 1.0, (1.0,), replicas_per_unit=0),
         lambda: FleetProblem((Bucket("b", 1.0),), (FleetOption("o", "g", 1, 1.0, (1.0, 2.0)),)),
         lambda: FleetProblem((Bucket("b", 1.0), Bucket("b", 2.0)), ()),
         lambda: FleetProblem(
@@ -377,6 +380,13 @@ def test_solve_single_type_rejects_unknown_gpu() -> None:
 def test_invalid_values_are_rejected(make: object) -> None:
     with pytest.raises(InvalidInput):
         make()  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("rpu", [0, -2])
+def test_replicas_per_unit_must_be_positive(rpu: int) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        FleetOption("o", "g", 8, 1.0, (1.0,), replicas_per_unit=rpu)
+    assert caught.value.field == "replicas_per_unit"
 
 
 # --------------------------------------------------------------------------- edges
@@ -407,3 +417,120 @@ def test_options_that_serve_no_demanded_shape_never_pad_redundancy() -> None:
         buckets=(Bucket("idle", 0.0), Bucket("busy", 4.0)), options=options, min_replicas=3
     )
     assert solve_fleet(problem).replicas == (("big|tp1", 3),)
+
+
+# --------------------------------------------------------------------------- multi-replica units
+
+# An 8-card instance hosting 8 replicas (billed whole) and a 1-card instance hosting one.
+EIGHT = FleetOption("h100|x8", "h100", 8, 8.00, (80.0,), replicas_per_unit=8)
+ONE = FleetOption("h100|x1", "h100", 1, 1.50, (10.0,))
+
+
+def instances_problem(min_replicas: int, **kwargs: object) -> FleetProblem:
+    return FleetProblem(
+        buckets=(Bucket("chat", 0.5),),
+        options=(EIGHT, ONE),
+        min_replicas=min_replicas,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def test_two_replicas_are_two_small_instances() -> None:
+    solution = solve_fleet(instances_problem(2))
+    assert solution.status is SolveStatus.OPTIMAL
+    assert solution.replicas == (("h100|x1", 2),)  # 2 x 1.50 = 3.00 < one 8-card at 8.00
+    assert solution.model_replicas == (("h100|x1", 2),)
+    assert solution.usd_per_hour == pytest.approx(3.0)
+    assert (solution.total_units, solution.total_replicas, solution.total_cards) == (2, 2, 2)
+    assert solution.binding == ("demand:chat", "min_replicas")
+
+
+def test_eight_replicas_are_one_big_instance(monkeypatch: pytest.MonkeyPatch) -> None:
+    solution = solve_fleet(instances_problem(8))
+    assert solution.replicas == (("h100|x8", 1),)  # 8.00 < 8 x 1.50 = 12.00
+    assert solution.model_replicas == (("h100|x8", 8),)
+    assert solution.usd_per_hour == pytest.approx(8.0)
+    assert (solution.total_units, solution.total_replicas, solution.total_cards) == (1, 8, 8)
+    assert solution.binding == ("demand:chat", "min_replicas")
+    assert solution.utilization == (("h100|x8", pytest.approx(0.5 / 80.0)),)
+    assert cheapest_single_type(instances_problem(8))["h100"] == solution
+    # The same on the MILP path (the exact path takes scopes of one or two options).
+    monkeypatch.setattr(exact_module, "MAX_EXACT_OPTIONS", 0)
+    assert solve_fleet(instances_problem(8)) == solution
+    assert solve_fleet(instances_problem(2)).replicas == (("h100|x1", 2),)
+
+
+def test_nine_replicas_mix_instance_sizes() -> None:
+    solution = solve_fleet(instances_problem(9))
+    assert solution.replicas == (("h100|x1", 1), ("h100|x8", 1))  # 9.50
+    assert solution.total_replicas == 9
+    assert "min_replicas" in solution.binding
+
+
+def test_min_replicas_shortfall_counts_model_replicas() -> None:
+    """8 cards of "a": one 4-card instance hosts 4 replicas, a tp2 replica needs 2 cards. At
+    most 2 x 4 = 8 replicas fit (picking the smallest cards per unit first would say 4)."""
+    options = (
+        FleetOption("a|tp2", "a", 2, 1.0, (5.0,)),
+        FleetOption("a|x4", "a", 4, 3.0, (12.0,), replicas_per_unit=4),
+    )
+    problem = FleetProblem(
+        buckets=(Bucket("b0", 1.0),), options=options, min_replicas=9, max_cards=(("a", 8),)
+    )
+    solution = solve_fleet(problem)
+    assert solution.status is SolveStatus.INFEASIBLE
+    first = solution.reasons[0]
+    assert (first.code, first.shortfall) == (ReasonCode.MIN_REPLICAS, 1.0)
+    fits = solve_fleet(replace(problem, min_replicas=8))
+    assert fits.replicas == (("a|x4", 2),) and fits.total_replicas == 8
+    assert "max_cards:a" in fits.binding
+
+
+def test_min_replicas_knapsack_is_exact() -> None:
+    """Odd card counts where no greedy order is right: 10 cards, units of 3 cards x 3 replicas,
+    4 cards x 5 replicas, 6 cards x 7 replicas. Best: 6 + 4 cards = 12 replicas."""
+    options = (
+        FleetOption("a|c3", "a", 3, 1.0, (5.0,), replicas_per_unit=3),
+        FleetOption("a|c4", "a", 4, 1.0, (5.0,), replicas_per_unit=5),
+        FleetOption("a|c6", "a", 6, 1.0, (5.0,), replicas_per_unit=7),
+    )
+    problem = FleetProblem(
+        buckets=(Bucket("b0", 1.0),), options=options, min_replicas=13, max_cards=(("a", 10),)
+    )
+    reasons = solve_fleet(problem).reasons
+    assert (reasons[0].code, reasons[0].shortfall) == (ReasonCode.MIN_REPLICAS, 1.0)
+    assert solve_fleet(replace(problem, min_replicas=12)).total_replicas == 12
+
+
+def test_unit_cap_shortfall_is_in_units() -> None:
+    capped = replace(EIGHT, max_replicas=1)
+    problem = FleetProblem(buckets=(Bucket("chat", 0.5),), options=(capped,), min_replicas=20)
+    reasons = solve_fleet(problem).reasons
+    assert [(r.code, r.subject, r.shortfall) for r in reasons] == [
+        (ReasonCode.MIN_REPLICAS, "", 12.0),  # the cap allows 8 replicas
+        (ReasonCode.MAX_REPLICAS, "h100|x8", 2.0),  # 3 instances host 24 >= 20
+    ]
+    assert "units" in reasons[1].message
+    at_cap = solve_fleet(replace(problem, min_replicas=8))
+    assert at_cap.binding == ("demand:chat", "max_replicas:h100|x8", "min_replicas")
+
+
+def test_budget_and_what_if_count_model_replicas() -> None:
+    problem = instances_problem(8, budget_usd_per_hour=7.0)
+    over = solve_fleet(problem)
+    assert over.status is SolveStatus.OVER_BUDGET
+    assert over.replicas == (("h100|x8", 1),)
+    assert over.max_qps_within_budget == 0.0  # 4 x 1.50 hosts 4 replicas, not 8
+    assert max_qps_within_budget(replace(problem, budget_usd_per_hour=8.0)) == pytest.approx(
+        80.0, rel=1e-5
+    )
+    # One option left: the closed-form load-scaling path.
+    alone = FleetProblem(
+        buckets=(Bucket("chat", 0.5),), options=(EIGHT,), min_replicas=16, budget_usd_per_hour=8.0
+    )
+    assert max_qps_within_budget(alone) == 0.0
+    assert max_qps_within_budget(replace(alone, min_replicas=8)) == pytest.approx(80.0, rel=1e-5)
+    cheapest = solve_fleet(instances_problem(8))
+    assert relaxation_savings(instances_problem(8), cheapest) == (
+        ("min_replicas", pytest.approx(8.0 - 1.5)),
+    )
