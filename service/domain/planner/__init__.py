@@ -1,0 +1,42 @@
+"""Planner: fleet request + catalog snapshot -> cheapest GPU fleet with explanations.
+
+Public API::
+
+    plan(request: PlanRequest, snapshot: CatalogSnapshot) -> Plan
+"""
+
+from service.domain.planner.plan import plan
+from service.domain.planner.types import (
+    HOURS_PER_MONTH,
+    Alternative,
+    BucketSummary,
+    Fleet,
+    FleetLine,
+    OwnedCost,
+    Plan,
+    PlanConstraints,
+    PlanRequest,
+    PlanStatus,
+    Pricing,
+    Rejection,
+    Savings,
+    WorkloadBucket,
+)
+
+__all__ = [
+    "HOURS_PER_MONTH",
+    "Alternative",
+    "BucketSummary",
+    "Fleet",
+    "FleetLine",
+    "OwnedCost",
+    "Plan",
+    "PlanConstraints",
+    "PlanRequest",
+    "PlanStatus",
+    "Pricing",
+    "Rejection",
+    "Savings",
+    "WorkloadBucket",
+    "plan",
+]

@@ -1,0 +1,117 @@
+"""Priced offers: which ways of paying for cards the request allows, and what a unit costs.
+
+A cloud offer is an instance type with ``gpus_per_instance`` cards, billed whole. A replica's
+cards must sit in one instance (tensor parallelism across machines is slow), so an offer can
+host tensor-parallel degree ``t`` only when ``t <= gpus_per_instance``, and one instance then
+hosts ``gpus_per_instance // t`` replicas. The billed *unit* is the instance.
+
+Owned cards are bought one at a time: the unit is one replica of ``t`` cards, each costing
+``purchase_usd / (amortization_months * 730) + tdp_w * pue * usd_per_kwh / 1000`` per hour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from service.domain.catalog import GpuSpec, PricePoint, PricingKind
+from service.domain.planner.types import HOURS_PER_MONTH, OwnedCost, PlanConstraints, Pricing
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """One way to buy cards of one GPU.
+
+    ``usd_per_card_hour`` is the effective price of one card; ``cards_per_unit`` how many cards
+    one purchase unit holds (the instance size; 0 for owned cards, bought singly).
+    """
+
+    gpu_id: str
+    provider: str
+    region: str
+    instance_type: str
+    pricing: Pricing
+    usd_per_card_hour: float
+    cards_per_unit: int
+    observed: PricePoint
+
+    def unit(self, tensor_parallel: int) -> tuple[int, int, float] | None:
+        """``(cards, replicas, usd_per_hour)`` of one billed unit hosting replicas of
+        ``tensor_parallel`` cards, or ``None`` when one replica does not fit in a unit."""
+        if self.cards_per_unit == 0:
+            return tensor_parallel, 1, self.usd_per_card_hour * tensor_parallel
+        if tensor_parallel > self.cards_per_unit:
+            return None
+        replicas = self.cards_per_unit // tensor_parallel
+        return self.cards_per_unit, replicas, self.usd_per_card_hour * self.cards_per_unit
+
+
+def owned_card_hour_usd(purchase_usd: float, gpu: GpuSpec, cost: OwnedCost) -> float | None:
+    """Amortised purchase plus power per card-hour; ``None`` without a TDP figure."""
+    if gpu.tdp_w is None:
+        return None
+    amortised = purchase_usd / (cost.amortization_months * HOURS_PER_MONTH)
+    power = gpu.tdp_w * cost.pue * cost.usd_per_kwh / 1000.0
+    return amortised + power
+
+
+def _kind(pricing: Pricing) -> PricingKind:
+    return PricingKind.PURCHASE if pricing is Pricing.OWNED else PricingKind(pricing.value)
+
+
+def offers_for(
+    gpu: GpuSpec, prices: Iterable[PricePoint], constraints: PlanConstraints
+) -> tuple[list[Offer], str | None]:
+    """The allowed offers of one GPU, and why there are none when the list is empty."""
+    kind = _kind(constraints.pricing)
+    providers = set(constraints.providers) if constraints.providers is not None else None
+    regions = set(constraints.regions) if constraints.regions is not None else None
+    of_kind = [p for p in prices if p.gpu_id == gpu.id and p.kind is kind]
+    if not of_kind:
+        return [], f"no {constraints.pricing.value} price in the catalog"
+    allowed = [
+        p
+        for p in of_kind
+        if (providers is None or p.provider in providers)
+        and (regions is None or p.region in regions or p.region == "global")
+    ]
+    if not allowed:
+        where = sorted({p.provider for p in of_kind})
+        return [], (
+            f"no {constraints.pricing.value} price for the allowed providers/regions "
+            f"(priced at: {', '.join(where)})"
+        )
+    offers: list[Offer] = []
+    for p in allowed:
+        if constraints.pricing is Pricing.OWNED:
+            card_hour = owned_card_hour_usd(p.usd, gpu, constraints.owned)
+            if card_hour is None:
+                continue
+            offers.append(
+                Offer(
+                    gpu.id,
+                    p.provider,
+                    p.region,
+                    p.instance_type,
+                    constraints.pricing,
+                    card_hour,
+                    0,
+                    p,
+                )
+            )
+        else:
+            offers.append(
+                Offer(
+                    gpu.id,
+                    p.provider,
+                    p.region,
+                    p.instance_type,
+                    constraints.pricing,
+                    p.usd,
+                    p.gpus_per_instance,
+                    p,
+                )
+            )
+    if not offers:
+        return [], "no TDP figure to cost the power of owned cards"
+    return offers, None

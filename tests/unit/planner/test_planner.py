@@ -1,0 +1,277 @@
+"""The planner on the bundled catalog: outcomes, laws, determinism, instance billing."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import replace
+from datetime import UTC, datetime
+from functools import cache
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from service.domain.catalog import CatalogSnapshot, PricePoint, PricingKind, latest_per_offer
+from service.domain.models import resolve_model
+from service.domain.perfmodel import Slo
+from service.domain.planner import (
+    Plan,
+    PlanConstraints,
+    PlanRequest,
+    PlanStatus,
+    Pricing,
+    WorkloadBucket,
+    plan,
+)
+from service.store.csv_format import bundled_text, parse_gpus_csv, parse_prices_csv
+
+DEFAULT_SLO = Slo(ttft_ms=2000, tpot_ms=50, e2e_ms=None, percentile=95)
+PROPERTY = settings(
+    max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+@cache
+def snapshot() -> CatalogSnapshot:
+    gpus = tuple(parse_gpus_csv(bundled_text("gpus.csv")))
+    prices = latest_per_offer(parse_prices_csv(bundled_text("prices.csv")))
+    return CatalogSnapshot(revision=1, gpus=gpus, prices=prices)
+
+
+def request(
+    *,
+    model: str = "llama-3.1-8b",
+    qps: float = 10.0,
+    buckets: tuple[WorkloadBucket, ...] = (WorkloadBucket("b0", 1.0, 512, 128),),
+    slo: Slo = DEFAULT_SLO,
+    budget: float | None = None,
+    precision: str = "bf16",
+    **constraints: object,
+) -> PlanRequest:
+    return PlanRequest(
+        model=resolve_model(model),
+        precision=precision,  # type: ignore[arg-type]
+        kv_precision="bf16",
+        engine="vllm",
+        qps=qps,
+        buckets=buckets,
+        slo=slo,
+        budget_usd_per_hour=budget,
+        constraints=PlanConstraints(**constraints),  # type: ignore[arg-type]
+    )
+
+
+def cost(p: Plan) -> float:
+    assert p.fleet is not None
+    return p.fleet.usd_per_hour
+
+
+def test_a_plain_request_gets_an_optimal_priced_fleet() -> None:
+    p = plan(request(), snapshot())
+    assert p.status is PlanStatus.OPTIMAL
+    assert p.fleet is not None and p.fleet.lines
+    assert cost(p) == pytest.approx(sum(line.usd_per_hour for line in p.fleet.lines))
+    assert p.fleet.usd_per_month == pytest.approx(cost(p) * 730)
+    assert p.fleet.total_cards == sum(line.cards for line in p.fleet.lines)
+    served = sum(line.assigned_qps for line in p.fleet.lines)
+    assert served == pytest.approx(10.0, rel=1e-6)
+    assert p.fleet.qps_capacity >= 10.0 * (1 - 1e-6)
+    for line in p.fleet.lines:
+        assert 0 < line.utilization <= 1 + 1e-9
+        assert line.tpot_ms <= 50 * 1.02, line
+        assert line.cards >= line.replicas * line.tensor_parallel
+    tokens_per_hour = 10 * 128 * 3600
+    assert p.usd_per_million_output_tokens == pytest.approx(cost(p) / tokens_per_hour * 1e6)
+    assert p.alternatives and p.explanation and p.assumptions
+
+
+def test_mixed_fleet_never_costs_more_than_any_alternative() -> None:
+    p = plan(request(qps=30), snapshot())
+    for alt in p.alternatives:
+        assert cost(p) <= alt.fleet.usd_per_hour + 1e-6
+    costs = [a.fleet.usd_per_hour for a in p.alternatives]
+    assert all(a <= b + 1e-6 for a, b in itertools.pairwise(costs))
+
+
+def test_a_model_too_big_for_a_card_is_rejected_with_numbers() -> None:
+    p = plan(request(model="llama-3.1-70b", gpus=("t4", "l4", "h100-sxm")), snapshot())
+    reasons = {r.gpu: r for r in p.rejected}
+    assert "t4" in reasons and reasons["t4"].code in {"does_not_fit", "cannot_meet_slo"}
+    assert any(ch.isdigit() for ch in reasons["t4"].reason)
+    assert p.fleet is not None and {line.gpu for line in p.fleet.lines} == {"h100-sxm"}
+
+
+def test_an_impossible_slo_is_infeasible_with_a_reason_per_gpu() -> None:
+    p = plan(request(slo=Slo(ttft_ms=None, tpot_ms=0.5, e2e_ms=None, percentile=95)), snapshot())
+    assert p.status is PlanStatus.INFEASIBLE
+    assert p.fleet is None and p.alternatives == ()
+    priced = {pp.gpu_id for pp in snapshot().prices if pp.kind is PricingKind.ON_DEMAND}
+    assert {r.gpu for r in p.rejected} >= priced
+    assert all(r.reason for r in p.rejected)
+
+
+def test_no_price_for_the_allowed_providers_is_a_rejection() -> None:
+    p = plan(request(gpus=("h100-sxm", "l4"), providers=("nosuchcloud",)), snapshot())
+    assert p.status is PlanStatus.INFEASIBLE
+    assert {r.code for r in p.rejected} == {"no_price"}
+
+
+def test_over_budget_keeps_the_fleet_and_reports_what_the_budget_buys() -> None:
+    cheapest = cost(plan(request(qps=40), snapshot()))
+    p = plan(request(qps=40, budget=cheapest / 2), snapshot())
+    assert p.status is PlanStatus.OVER_BUDGET
+    assert cost(p) == pytest.approx(cheapest)
+    assert p.max_qps_within_budget is not None and 0 < p.max_qps_within_budget < 40
+    within = plan(request(qps=p.max_qps_within_budget, budget=cheapest / 2), snapshot())
+    assert within.status is PlanStatus.OPTIMAL
+    assert cost(within) <= cheapest / 2 + 1e-6
+    assert any("budget" in s for s in p.explanation)
+
+
+def test_headroom_and_min_replicas() -> None:
+    base = plan(request(qps=20), snapshot())
+    roomy = plan(request(qps=20, headroom=0.5), snapshot())
+    assert cost(roomy) >= cost(base)
+    assert roomy.fleet is not None
+    assert roomy.fleet.qps_capacity >= 30 * (1 - 1e-6)
+    tiny = plan(request(qps=0.1, min_replicas=3), snapshot())
+    assert tiny.fleet is not None
+    assert sum(line.replicas for line in tiny.fleet.lines) >= 3
+
+
+def test_instances_are_billed_whole_and_replicas_share_them() -> None:
+    # Azure sells H100s only as 8-GPU instances: a small load still pays for 8 cards, and the
+    # instance hosts several replicas, which also satisfy min_replicas.
+    p = plan(request(qps=0.5, gpus=("h100-sxm",), providers=("azure",), min_replicas=2), snapshot())
+    assert p.fleet is not None
+    (line,) = p.fleet.lines
+    assert line.instance_type == "Standard_ND96isr_H100_v5"
+    assert line.cards == 8 and line.instances == 1
+    assert line.replicas >= 2 and line.replicas * line.tensor_parallel <= 8
+    assert line.usd_per_hour == pytest.approx(8 * 12.29)
+
+
+def test_owned_pricing_amortises_purchase_and_adds_power() -> None:
+    p = plan(request(gpus=("h100-sxm",), pricing=Pricing.OWNED), snapshot())
+    assert p.fleet is not None
+    line = p.fleet.lines[0]
+    assert line.pricing == "owned" and line.provider == "street"
+    per_card = line.usd_per_hour / line.cards
+    cheapest_purchase = min(
+        pp.usd
+        for pp in snapshot().prices
+        if pp.gpu_id == "h100-sxm" and pp.kind is PricingKind.PURCHASE
+    )
+    assert per_card == pytest.approx(cheapest_purchase / (36 * 730) + 700 * 1.3 * 0.12 / 1000)
+
+
+def test_a_short_long_mix_is_strictly_cheaper_mixed() -> None:
+    # Short requests are cheapest on L4s; 8k-token prompts need an H100 to meet a 1 s TTFT.
+    mix = (
+        WorkloadBucket("b0", 0.8, 256, 64),
+        WorkloadBucket("b1", 0.2, 8000, 256),
+    )
+    slo = Slo(ttft_ms=1000, tpot_ms=100, e2e_ms=None, percentile=95)
+    p = plan(request(qps=60, buckets=mix, slo=slo, gpus=("l4", "h100-sxm")), snapshot())
+    assert p.fleet is not None
+    by_gpu = {line.gpu: line for line in p.fleet.lines}
+    assert set(by_gpu) == {"l4", "h100-sxm"}, p.fleet.lines
+    assert dict(by_gpu["l4"].buckets).keys() == {"b0"}
+    assert p.alternatives
+    assert cost(p) < p.alternatives[0].fleet.usd_per_hour - 0.01
+    assert p.savings_vs_best_single_type is not None
+    assert p.savings_vs_best_single_type.usd_per_hour > 0
+
+
+def test_the_same_request_gives_the_same_plan_whatever_the_price_order() -> None:
+    shuffled_prices = list(snapshot().prices)
+    random.Random(7).shuffle(shuffled_prices)
+    shuffled = CatalogSnapshot(
+        revision=1, gpus=snapshot().gpus[::-1], prices=tuple(shuffled_prices)
+    )
+    assert plan(request(qps=25), snapshot()) == plan(request(qps=25), shuffled)
+
+
+def test_prices_as_of_is_the_newest_observation_or_the_moment_asked() -> None:
+    p = plan(request(), snapshot())
+    assert p.prices_as_of == max(pp.observed_at for pp in snapshot().prices)
+    moment = datetime(2026, 1, 1, tzinfo=UTC)
+    assert plan(replace(request(), as_of=moment), snapshot()).prices_as_of == moment
+
+
+def test_a_cheaper_new_offer_is_used() -> None:
+    slo = Slo(ttft_ms=2000, tpot_ms=150, e2e_ms=None, percentile=95)
+    base = plan(request(qps=5, gpus=("l4",), slo=slo), snapshot())
+    cheap = PricePoint(
+        gpu_id="l4",
+        provider="examplecloud",
+        region="r1",
+        kind=PricingKind.ON_DEMAND,
+        usd=0.05,
+        instance_type="ex.l4",
+        gpus_per_instance=1,
+        observed_at=datetime(2026, 7, 1, tzinfo=UTC),
+        source="test",
+    )
+    snap = snapshot()
+    cheaper = plan(
+        request(qps=5, gpus=("l4",), slo=slo), CatalogSnapshot(2, snap.gpus, (*snap.prices, cheap))
+    )
+    assert cost(cheaper) < cost(base)
+    assert cheaper.fleet is not None and cheaper.fleet.lines[0].provider == "examplecloud"
+
+
+# ---- laws ---------------------------------------------------------------------------------
+
+
+@PROPERTY
+@given(qps=st.floats(1, 60), factor=st.floats(1.0, 3.0))
+def test_more_qps_is_never_cheaper(qps: float, factor: float) -> None:
+    low = plan(request(qps=qps), snapshot())
+    high = plan(request(qps=qps * factor), snapshot())
+    assert cost(high) >= cost(low) - 1e-6
+
+
+@PROPERTY
+@given(tpot=st.floats(25, 200), tighter=st.floats(0.5, 1.0))
+def test_a_tighter_slo_is_never_cheaper(tpot: float, tighter: float) -> None:
+    loose = plan(request(qps=15, slo=Slo(3000, tpot, None, 95)), snapshot())
+    tight = plan(request(qps=15, slo=Slo(3000, tpot * tighter, None, 95)), snapshot())
+    if tight.status is PlanStatus.INFEASIBLE:
+        return
+    assert loose.fleet is not None
+    assert cost(tight) >= cost(loose) - 1e-6
+
+
+_RANK = {
+    PlanStatus.OPTIMAL: 0,
+    PlanStatus.TIME_LIMIT: 1,
+    PlanStatus.OVER_BUDGET: 2,
+    PlanStatus.INFEASIBLE: 3,
+}
+
+
+@PROPERTY
+@given(budget=st.floats(0.5, 60), more=st.floats(1.0, 4.0))
+def test_a_larger_budget_never_gives_a_worse_status(budget: float, more: float) -> None:
+    small = plan(request(qps=20, budget=budget), snapshot())
+    large = plan(request(qps=20, budget=budget * more), snapshot())
+    assert _RANK[large.status] <= _RANK[small.status]
+    assert (large.max_qps_within_budget or 0) >= (small.max_qps_within_budget or 0) - 1e-6
+
+
+GPU_IDS = ("l4", "l40s", "a10g", "a100-sxm-80gb", "h100-sxm", "t4", "rtx-a6000", "h200-sxm")
+
+
+@PROPERTY
+@given(
+    subset=st.sets(st.sampled_from(GPU_IDS), min_size=1, max_size=4), extra=st.sampled_from(GPU_IDS)
+)
+def test_adding_a_gpu_to_the_allowed_set_is_never_dearer(subset: set[str], extra: str) -> None:
+    before = plan(request(qps=12, gpus=tuple(sorted(subset))), snapshot())
+    after = plan(request(qps=12, gpus=tuple(sorted(subset | {extra}))), snapshot())
+    if before.fleet is None:
+        return
+    assert after.fleet is not None
+    assert cost(after) <= cost(before) + 1e-6
