@@ -25,7 +25,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from service import __version__
 from service.api.auth import AdminKeys
 from service.api.controllers.catalog import CatalogController, PriceIngestController
+from service.api.controllers.estimate import EstimateController, ModelsController
 from service.api.controllers.health import HealthController
+from service.api.controllers.plans import PlansController
 from service.api.errors import EXCEPTION_HANDLERS
 from service.cache.base import PlanCache
 from service.cache.memory import MemoryPlanCache
@@ -38,6 +40,8 @@ from service.store.migrate import current_revision, head_revision, upgrade
 from service.store.repositories import CatalogRepository
 from service.usecases.catalog import CatalogService
 from service.usecases.catalog_state import CatalogState
+from service.usecases.estimating import EstimatingService
+from service.usecases.planning import PlanningService, SolverPool
 
 log = logging.getLogger("gpuplan.app")
 
@@ -61,6 +65,8 @@ class Services:
     catalog: CatalogService
     plan_cache: PlanCache
     metrics: Metrics
+    planning: PlanningService
+    estimating: EstimatingService
 
 
 def _services(state: State) -> Services:
@@ -78,6 +84,14 @@ def provide_plan_cache(state: State) -> PlanCache:
 
 def provide_metrics(state: State) -> Metrics:
     return _services(state).metrics
+
+
+def provide_planning(state: State) -> PlanningService:
+    return _services(state).planning
+
+
+def provide_estimating(state: State) -> EstimatingService:
+    return _services(state).estimating
 
 
 @get(
@@ -146,6 +160,14 @@ def create_app(
                 timeout_s=settings.database_timeout_s,
             )
             await state.start()
+            planning = PlanningService(
+                state,
+                cache,
+                SolverPool(settings.solver_workers, settings.solver_queue, metrics),
+                metrics,
+                ttl_s=settings.plan_cache_ttl_s,
+                time_limit_s=settings.solve_time_limit_s,
+            )
             app.state.services = Services(
                 settings=settings,
                 engine=engine,
@@ -154,6 +176,8 @@ def create_app(
                 catalog=CatalogService(repo, state, clock, timeout_s=settings.database_timeout_s),
                 plan_cache=cache,
                 metrics=metrics,
+                planning=planning,
+                estimating=EstimatingService(state),
             )
             log.info(
                 "gpuplan started",
@@ -168,6 +192,7 @@ def create_app(
             try:
                 yield
             finally:
+                await planning.close()
                 await state.stop()
                 log.info("gpuplan stopped", extra={"event": "shutdown"})
         finally:
@@ -180,12 +205,22 @@ def create_app(
         request_max_body_size=settings.max_ingest_body_bytes,
     )
     app = Litestar(
-        route_handlers=[CatalogController, ingest_router, HealthController, metrics_endpoint],
+        route_handlers=[
+            CatalogController,
+            ingest_router,
+            PlansController,
+            EstimateController,
+            ModelsController,
+            HealthController,
+            metrics_endpoint,
+        ],
         lifespan=[lifespan],
         dependencies={
             "catalog": Provide(provide_catalog, sync_to_thread=False),
             "plan_cache": Provide(provide_plan_cache, sync_to_thread=False),
             "metrics": Provide(provide_metrics, sync_to_thread=False),
+            "planning": Provide(provide_planning, sync_to_thread=False),
+            "estimating": Provide(provide_estimating, sync_to_thread=False),
         },
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.max_body_bytes,

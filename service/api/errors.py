@@ -116,6 +116,8 @@ def field_of(message: dict[str, Any]) -> str | None:
     text = str(message.get("message", ""))
     match = _AT_PATH.search(text)
     path = match.group("path").lstrip(".") if match else str(message.get("key") or "")
+    if path == "data" or path.startswith("data."):
+        path = path[len("data.") :]  # Litestar's name for the whole body
     unknown = _UNKNOWN_FIELD.search(text)
     if unknown:
         path = f"{path}.{unknown.group('name')}" if path else unknown.group("name")

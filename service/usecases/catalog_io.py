@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from service.domain.catalog import normalize_name
+from service.domain.catalog import PricePoint, normalize_name
 from service.domain.errors import InvalidInput
 from service.settings import Settings
 from service.store.csv_format import parse_prices_csv, write_prices_csv
@@ -63,7 +63,7 @@ async def export_prices(settings: Settings, gpu: str | None = None) -> str:
             if gpu
             else [g.id for g in snapshot.gpus]
         )
-        points = []
+        points: list[PricePoint] = []
         for gpu_id in gpu_ids:
             cursor: str | None = None
             while True:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from litestar import Controller, Response, get, post, put
 from litestar.di import NamedDependency
-from litestar.params import Parameter
+from litestar.params import JSONBody, PathParameter, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
 from service.api.auth import admin_guard

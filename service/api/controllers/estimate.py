@@ -1,0 +1,105 @@
+"""Estimate and model-catalogue endpoints."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import Controller, Response, get, post
+from litestar.di import NamedDependency
+from litestar.params import JSONBody, PathParameter, QueryParameter
+from litestar.status_codes import HTTP_200_OK
+
+from service.api.headers import catalog_headers
+from service.api.schemas.estimate import EstimateIn, EstimateOut
+from service.api.schemas.models import ModelListOut, ModelOut
+from service.api.schemas.plans import EngineWire, KvPrecisionWire, PrecisionWire
+from service.domain.models import PRESETS, preset_aliases, resolve_model
+from service.usecases.estimating import EstimatingService
+
+
+def _respond(answer_out: EstimateOut, stale: bool) -> Response[EstimateOut]:
+    return Response(answer_out, headers=catalog_headers(answer_out.catalog_revision, stale))
+
+
+class EstimateController(Controller):
+    path = "/v1"
+    tags = ("estimate",)
+
+    @post(
+        "/estimate",
+        operation_id="estimate",
+        summary="Performance of one model on one GPU configuration",
+        status_code=HTTP_200_OK,
+    )
+    async def estimate_post(
+        self, estimating: NamedDependency[EstimatingService], data: JSONBody[EstimateIn]
+    ) -> Response[EstimateOut]:
+        """Memory fit, max concurrency, TTFT/TPOT/E2E latency, throughput and bottleneck of one
+        replica; latency percentiles under `qps` when given."""
+        answer = await estimating.estimate(data.to_query())
+        return _respond(EstimateOut.from_domain(answer), answer.stale)
+
+    @get(
+        "/estimate",
+        operation_id="estimateByQuery",
+        summary="The same estimate from query parameters",
+    )
+    async def estimate_get(
+        self,
+        estimating: NamedDependency[EstimatingService],
+        model: Annotated[
+            str, QueryParameter(min_length=1, max_length=200, description="Preset id or alias.")
+        ],
+        gpu: Annotated[
+            str, QueryParameter(min_length=1, max_length=64, description="GPU id or alias.")
+        ],
+        prompt_tokens: Annotated[int, QueryParameter(ge=1, le=2_000_000)],
+        output_tokens: Annotated[int, QueryParameter(ge=1, le=2_000_000)],
+        tensor_parallel: Annotated[int | None, QueryParameter(ge=1, le=72)] = None,
+        precision: Annotated[PrecisionWire, QueryParameter()] = "bf16",
+        kv_cache_precision: Annotated[KvPrecisionWire, QueryParameter()] = "bf16",
+        engine: Annotated[EngineWire, QueryParameter()] = "vllm",
+        concurrency: Annotated[int | None, QueryParameter(ge=1, le=100_000)] = None,
+        qps: Annotated[float | None, QueryParameter(gt=0, le=1_000_000)] = None,
+        allow_pcie_tensor_parallel: Annotated[bool, QueryParameter()] = False,
+    ) -> Response[EstimateOut]:
+        """Same answer as POST /v1/estimate, for a preset model."""
+        body = EstimateIn(
+            model=model,
+            gpu=gpu,
+            tensor_parallel=tensor_parallel,
+            precision=precision,
+            kv_cache_precision=kv_cache_precision,
+            engine=engine,
+            prompt_tokens=prompt_tokens,
+            output_tokens=output_tokens,
+            concurrency=concurrency,
+            qps=qps,
+            allow_pcie_tensor_parallel=allow_pcie_tensor_parallel,
+        )
+        answer = await estimating.estimate(body.to_query())
+        return _respond(EstimateOut.from_domain(answer), answer.stale)
+
+
+class ModelsController(Controller):
+    path = "/v1/models"
+    tags = ("models",)
+
+    @get("/", operation_id="listModels", summary="Model presets with their architecture")
+    async def list_models(self) -> ModelListOut:
+        """Every preset with the architecture read from its published config."""
+        models = [
+            ModelOut.from_domain(arch, list(preset_aliases(arch.id))) for arch in PRESETS.values()
+        ]
+        return ModelListOut(count=len(models), models=models)
+
+    @get("/{model_id:str}", operation_id="getModel", summary="One model preset by id or alias")
+    async def get_model(
+        self,
+        model_id: Annotated[
+            str, PathParameter(min_length=1, max_length=200, description="Preset id or alias.")
+        ],
+    ) -> ModelOut:
+        """One preset; an unknown id answers 404 with the closest ids."""
+        arch = resolve_model(model_id).arch
+        return ModelOut.from_domain(arch, list(preset_aliases(arch.id)))

@@ -1,0 +1,163 @@
+"""Wire types of the estimate endpoint."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Literal
+
+from msgspec import Meta
+
+from service.api.schemas.common import WireIn, WireOut
+from service.api.schemas.models import ModelIn, resolve
+from service.api.schemas.plans import EngineWire, GpuName, KvPrecisionWire, PrecisionWire, Tokens
+from service.usecases.estimating import EstimateAnswer, EstimateQuery
+
+
+class EstimateIn(WireIn, kw_only=True):
+    """One model on one GPU configuration. Without ``concurrency`` the answer is the
+    peak-throughput operating point (running batch at the memory or engine cap); with ``qps``
+    it adds latency percentiles under that Poisson arrival rate."""
+
+    model: ModelIn
+    gpu: GpuName
+    tensor_parallel: (
+        Annotated[
+            int, Meta(ge=1, le=72, description="Cards per replica (default: smallest that fits).")
+        ]
+        | None
+    ) = None
+    precision: PrecisionWire = "bf16"
+    kv_cache_precision: KvPrecisionWire = "bf16"
+    engine: EngineWire = "vllm"
+    prompt_tokens: Tokens
+    output_tokens: Tokens
+    concurrency: (
+        Annotated[int, Meta(ge=1, le=100_000, description="Fixed running batch.")] | None
+    ) = None
+    qps: (
+        Annotated[
+            float, Meta(gt=0, le=1_000_000, description="Arrival rate at the replica, req/s.")
+        ]
+        | None
+    ) = None
+    allow_pcie_tensor_parallel: bool = False
+
+    def to_query(self) -> EstimateQuery:
+        return EstimateQuery(
+            model=resolve(self.model),
+            gpu=self.gpu,
+            tensor_parallel=self.tensor_parallel,
+            precision=self.precision,
+            kv_precision=self.kv_cache_precision,
+            engine=self.engine,
+            prompt_tokens=self.prompt_tokens,
+            output_tokens=self.output_tokens,
+            concurrency=self.concurrency,
+            qps=self.qps,
+            allow_pcie_tensor_parallel=self.allow_pcie_tensor_parallel,
+        )
+
+
+class MemoryOut(WireOut, kw_only=True):
+    """GB (10^9 bytes) on ONE card of the replica."""
+
+    weights_gb: float
+    kv_cache_gb: float
+    activations_gb: float
+    reserve_gb: float
+    capacity_gb: float
+    per_card: bool
+
+
+class PercentilesOut(WireOut, kw_only=True):
+    p50: float | None
+    p90: float | None
+    p95: float | None
+    p99: float | None
+
+
+class LatencyOut(WireOut, kw_only=True):
+    """Latency percentiles (ms) under Poisson arrivals at ``qps``."""
+
+    ttft_ms: PercentilesOut
+    tpot_ms: PercentilesOut
+    e2e_ms: PercentilesOut
+
+
+class EstimateOut(WireOut, kw_only=True):
+    fits: bool
+    reason: str | None
+    gpu: str
+    tensor_parallel: int
+    max_concurrency: int
+    concurrency: int
+    ttft_ms: float | None
+    tpot_ms: float | None
+    e2e_ms: float | None
+    output_tokens_per_s: float
+    requests_per_s: float
+    bottleneck: Literal["compute", "memory_bandwidth", "interconnect", "kv_capacity"]
+    memory: MemoryOut
+    latency: LatencyOut | None
+    assumptions: list[str]
+    catalog_revision: int
+
+    @classmethod
+    def from_domain(cls, answer: EstimateAnswer) -> EstimateOut:
+        e = answer.estimate
+        m = e.memory
+        lat = e.latency
+        return cls(
+            fits=e.fits,
+            reason=e.reason,
+            gpu=e.gpu,
+            tensor_parallel=e.tensor_parallel,
+            max_concurrency=e.max_concurrency,
+            concurrency=e.concurrency,
+            ttft_ms=_ms(e.ttft_ms),
+            tpot_ms=_ms(e.tpot_ms),
+            e2e_ms=_ms(e.e2e_ms),
+            output_tokens_per_s=round(e.output_tokens_per_s, 2),
+            requests_per_s=round(e.requests_per_s, 4),
+            bottleneck=e.bottleneck,
+            memory=MemoryOut(
+                weights_gb=round(m.weights_gb, 3),
+                kv_cache_gb=round(m.kv_cache_gb, 3),
+                activations_gb=round(m.activations_gb, 3),
+                reserve_gb=round(m.reserve_gb, 3),
+                capacity_gb=round(m.capacity_gb, 3),
+                per_card=m.per_card,
+            ),
+            latency=(
+                LatencyOut(
+                    ttft_ms=PercentilesOut(
+                        p50=_ms(lat.ttft_p50_ms),
+                        p90=_ms(lat.ttft_p90_ms),
+                        p95=_ms(lat.ttft_p95_ms),
+                        p99=_ms(lat.ttft_p99_ms),
+                    ),
+                    tpot_ms=PercentilesOut(
+                        p50=_ms(lat.tpot_p50_ms),
+                        p90=_ms(lat.tpot_p90_ms),
+                        p95=_ms(lat.tpot_p95_ms),
+                        p99=_ms(lat.tpot_p99_ms),
+                    ),
+                    e2e_ms=PercentilesOut(
+                        p50=_ms(lat.e2e_p50_ms),
+                        p90=_ms(lat.e2e_p90_ms),
+                        p95=_ms(lat.e2e_p95_ms),
+                        p99=_ms(lat.e2e_p99_ms),
+                    ),
+                )
+                if lat is not None
+                else None
+            ),
+            assumptions=list(answer.assumptions),
+            catalog_revision=answer.revision,
+        )
+
+
+def _ms(value: float) -> float | None:
+    """Milliseconds rounded for reading; ``None`` where the load is beyond what the replica can
+    sustain (the model's latency is unbounded there)."""
+    return round(value, 3) if math.isfinite(value) else None

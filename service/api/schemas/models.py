@@ -1,0 +1,164 @@
+"""Wire types for model references (preset id, parameter count, or a Hugging Face config)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+from service.api.schemas.common import WireIn, WireOut
+from service.domain.errors import InvalidInput
+from service.domain.models import ModelArch, ResolvedModel, param_counts, resolve_model
+
+PositiveInt = Annotated[int, Meta(ge=1, le=10_000_000)]
+Count = Annotated[int, Meta(ge=0, le=10_000_000)]
+
+ModelId = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=200,
+        description="A preset id or alias (see GET /v1/models), e.g. 'llama-3.1-70b'.",
+        examples=["llama-3.1-70b"],
+    ),
+]
+
+
+class ModelSpecIn(WireIn, kw_only=True):
+    """A custom model: ``params_b`` with optional architecture fields (missing ones are derived
+    and listed in ``assumptions``), or ``hf_config``: a Hugging Face ``config.json`` as-is."""
+
+    params_b: (
+        Annotated[float, Meta(gt=0, le=100_000, description="Total parameters, billions.")] | None
+    ) = None
+    active_params_b: (
+        Annotated[float, Meta(gt=0, le=100_000, description="Active per token (MoE), billions.")]
+        | None
+    ) = None
+    n_layers: PositiveInt | None = None
+    hidden_size: PositiveInt | None = None
+    n_heads: PositiveInt | None = None
+    n_kv_heads: PositiveInt | None = None
+    head_dim: PositiveInt | None = None
+    ffn_size: PositiveInt | None = None
+    vocab_size: PositiveInt | None = None
+    max_context: PositiveInt | None = None
+    n_experts: Count | None = None
+    experts_per_token: Count | None = None
+    n_shared_experts: Count | None = None
+    moe_ffn_size: Count | None = None
+    first_k_dense_layers: Count | None = None
+    attention: Literal["mha", "gqa", "mla"] | None = None
+    kv_lora_rank: Count | None = None
+    qk_rope_head_dim: Count | None = None
+    tie_embeddings: bool | None = None
+    gated_mlp: bool | None = None
+    name: Annotated[str, Meta(max_length=200)] | None = None
+    hf_config: (
+        Annotated[
+            dict[str, Any], Meta(description="A Hugging Face config.json object, pasted as-is.")
+        ]
+        | None
+    ) = None
+
+    def to_mapping(self) -> dict[str, Any]:
+        values = {k: v for k, v in msgspec.structs.asdict(self).items() if v is not None}
+        if "hf_config" in values and len(values) > 1:
+            raise InvalidInput(
+                "give either hf_config or params_b with architecture fields, not both",
+                field="model",
+            )
+        if "hf_config" not in values and "params_b" not in values:
+            raise InvalidInput(
+                "a custom model needs params_b (or hf_config)", field="model.params_b"
+            )
+        return values
+
+
+ModelIn = ModelId | ModelSpecIn
+
+
+def resolve(model: ModelIn, field: str = "model") -> ResolvedModel:
+    """Resolve a wire model reference; errors name ``field`` (prefixed to the domain's field)."""
+    from service.domain.errors import DomainError
+
+    try:
+        if isinstance(model, str):
+            return resolve_model(model)
+        return resolve_model(model.to_mapping())
+    except DomainError as exc:
+        if exc.field is None:
+            exc.field = field
+        elif not exc.field.startswith(field):
+            exc.field = f"{field}.{exc.field}"
+        raise
+
+
+def canonical_model(model: ModelIn, resolved: ResolvedModel) -> str | dict[str, Any]:
+    """The canonical spelling: the preset id for presets; the custom spec with keys sorted."""
+    if isinstance(model, str):
+        return resolved.arch.id
+    return model.to_mapping()
+
+
+class ModelOut(WireOut, kw_only=True):
+    id: str
+    name: str
+    params_b: float
+    active_params_b: float
+    computed_params_b: float
+    n_layers: int
+    hidden_size: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    ffn_size: int
+    vocab_size: int
+    max_context: int
+    attention: str
+    n_experts: int
+    experts_per_token: int
+    n_shared_experts: int
+    moe_ffn_size: int
+    first_k_dense_layers: int
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    tie_embeddings: bool
+    aliases: list[str]
+    source: str
+
+    @classmethod
+    def from_domain(cls, arch: ModelArch, aliases: list[str]) -> ModelOut:
+        counts = param_counts(arch)
+        return cls(
+            id=arch.id,
+            name=arch.name,
+            params_b=arch.params_b,
+            active_params_b=arch.active_params_b,
+            computed_params_b=round(counts.total / 1e9, 3),
+            n_layers=arch.n_layers,
+            hidden_size=arch.hidden_size,
+            n_heads=arch.n_heads,
+            n_kv_heads=arch.n_kv_heads,
+            head_dim=arch.head_dim,
+            ffn_size=arch.ffn_size,
+            vocab_size=arch.vocab_size,
+            max_context=arch.max_context,
+            attention=arch.attention,
+            n_experts=arch.n_experts,
+            experts_per_token=arch.experts_per_token,
+            n_shared_experts=arch.n_shared_experts,
+            moe_ffn_size=arch.moe_ffn_size,
+            first_k_dense_layers=arch.first_k_dense_layers,
+            kv_lora_rank=arch.kv_lora_rank,
+            qk_rope_head_dim=arch.qk_rope_head_dim,
+            tie_embeddings=arch.tie_embeddings,
+            aliases=aliases,
+            source=arch.source,
+        )
+
+
+class ModelListOut(WireOut, kw_only=True):
+    count: int
+    models: list[ModelOut]

@@ -1,0 +1,92 @@
+"""Estimate use case: one model on one GPU configuration, from the catalog snapshot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from service.domain.errors import InvalidInput
+from service.domain.models import ResolvedModel
+from service.domain.perfmodel import (
+    Deployment,
+    Engine,
+    Estimate,
+    KvPrecision,
+    Precision,
+    RequestShape,
+    estimate,
+    smallest_fitting_tp,
+)
+from service.usecases.catalog_state import CatalogState
+
+MAX_TENSOR_PARALLEL = 72
+
+
+@dataclass(frozen=True, slots=True)
+class EstimateQuery:
+    model: ResolvedModel
+    gpu: str
+    tensor_parallel: int | None
+    precision: Precision
+    kv_precision: KvPrecision
+    engine: Engine
+    prompt_tokens: int
+    output_tokens: int
+    concurrency: int | None
+    qps: float | None
+    allow_pcie_tensor_parallel: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EstimateAnswer:
+    estimate: Estimate
+    assumptions: tuple[str, ...]
+    revision: int
+    stale: bool
+
+
+class EstimatingService:
+    def __init__(self, state: CatalogState) -> None:
+        self._state = state
+
+    async def estimate(self, q: EstimateQuery) -> EstimateAnswer:
+        """Pure and fast (well under a millisecond), so it runs on the event loop."""
+        view = await self._state.current()
+        gpu = view.snapshot.resolve_gpu(q.gpu, field_name="gpu")
+        arch = q.model.arch
+        if q.prompt_tokens + q.output_tokens > arch.max_context:
+            raise InvalidInput(
+                f"{q.prompt_tokens} prompt + {q.output_tokens} output tokens exceed "
+                f"{arch.id}'s context of {arch.max_context}",
+                field="prompt_tokens",
+            )
+        shape = RequestShape(q.prompt_tokens, q.output_tokens)
+        notes: list[str] = []
+        tp = q.tensor_parallel
+        if tp is None:
+            tp = smallest_fitting_tp(
+                arch,
+                gpu,
+                q.precision,
+                q.kv_precision,
+                q.engine,
+                shape,
+                allow_pcie_tensor_parallel=q.allow_pcie_tensor_parallel,
+            )
+            if tp is None:
+                tp = min(gpu.nvlink_domain, 8) if not q.allow_pcie_tensor_parallel else 8
+                notes.append(
+                    f"No tensor-parallel degree fits on {gpu.id}; showing tensor_parallel={tp}."
+                )
+            else:
+                notes.append(f"tensor_parallel={tp}: the smallest degree that fits.")
+        dep = Deployment(
+            gpu=gpu,
+            tensor_parallel=tp,
+            precision=q.precision,
+            kv_precision=q.kv_precision,
+            engine=q.engine,
+            allow_pcie_tensor_parallel=q.allow_pcie_tensor_parallel,
+        )
+        result = estimate(arch, dep, shape, concurrency=q.concurrency, qps=q.qps)
+        assumptions = tuple(dict.fromkeys((*q.model.assumptions, *notes, *result.assumptions)))
+        return EstimateAnswer(result, assumptions, view.snapshot.revision, view.stale)

@@ -1,0 +1,251 @@
+"""Plan use case: decide WHEN to answer from the cache and when to solve.
+
+- **Key.** ``plan_id = sha256(schema version | catalog revision | canonical request)`` (first
+  32 hex digits); the cache key is ``plans:v{SCHEMA}:{plan_id}``. Any catalog write bumps the
+  revision, so no plan solved on old prices answers a new request. The canonical request has
+  every default filled, aliases resolved and lists sorted, so equivalent requests share a plan.
+- **Single flight.** Concurrent identical misses share one solve.
+- **Off the event loop.** Solves run in worker threads under a cap (``SolverPool``); when the
+  queue is full the answer is 503 with Retry-After instead of an ever-growing backlog. Every
+  solve has a MILP time limit and an overall deadline.
+- **Cache trouble is not an outage.** A failing or slow cache (``CacheUnavailable``) makes the
+  request a ``bypass``: solved and answered anyway. After a failure the cache is skipped for a
+  short cool-down (a circuit breaker) so a dead Redis costs no per-request timeout; it is tried
+  again after that and used as soon as it answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal, TypeVar
+
+from service.cache.base import CacheUnavailable, PlanCache
+from service.domain.catalog import CatalogSnapshot
+from service.domain.errors import NotFound
+from service.domain.planner import Plan, PlanRequest, plan
+from service.observability.metrics import Metrics
+from service.usecases.catalog_state import CatalogState, SnapshotView
+from service.usecases.errors import ServiceUnavailable
+
+log = logging.getLogger("gpuplan.planning")
+
+SCHEMA_VERSION = 1
+CacheOutcome = Literal["hit", "miss", "bypass"]
+Render = Callable[[Plan, str, int], bytes]
+T = TypeVar("T")
+
+
+class UnknownPlan(NotFound):
+    kind = "plan"
+
+    def __init__(self, plan_id: str, ttl_s: int) -> None:
+        super().__init__(plan_id, field="plan_id")
+        self.message = (
+            f"plan {plan_id!r} is unknown or expired (plans are kept {ttl_s} s); POST the "
+            "request (the plan's `request` field) to /v1/plans to solve it again: the same "
+            "request at the same catalog revision gets the same plan_id"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PlanAnswer:
+    body: bytes
+    plan_id: str
+    cache: CacheOutcome
+    stale: bool
+
+
+def plan_id_for(canonical: bytes, revision: int) -> str:
+    digest = hashlib.sha256(f"gpuplan-plan|v{SCHEMA_VERSION}|r{revision}|".encode() + canonical)
+    return digest.hexdigest()[:32]
+
+
+def cache_key(plan_id: str) -> str:
+    return f"plans:v{SCHEMA_VERSION}:{plan_id}"
+
+
+class SolverPool:
+    """Worker threads for CPU-bound solves, at most ``workers`` running and ``queue`` waiting."""
+
+    def __init__(self, workers: int, queue: int, metrics: Metrics) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="solver")
+        self._workers = workers
+        self._limit = workers + queue
+        self._admitted = 0
+        self._metrics = metrics
+
+    @property
+    def queued(self) -> int:
+        return max(self._admitted - self._workers, 0)
+
+    async def run(self, fn: Callable[[], T]) -> T:
+        if self._admitted >= self._limit:
+            raise ServiceUnavailable(
+                f"the planner is at capacity ({self._admitted} solves admitted); retry shortly",
+                retry_after_s=1,
+            )
+        self._admitted += 1
+        self._gauges()
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+        finally:
+            self._admitted -= 1
+            self._gauges()
+
+    def _gauges(self) -> None:
+        self._metrics.solver_queue.set(self.queued)
+        self._metrics.solver_running.set(min(self._admitted, self._workers))
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+class GuardedCache:
+    """A ``PlanCache`` behind a circuit breaker: after a failure, skip it for ``cooldown_s``."""
+
+    def __init__(self, cache: PlanCache, cooldown_s: float = 1.0) -> None:
+        self.inner = cache
+        self._cooldown = cooldown_s
+        self._down_until = 0.0
+
+    @property
+    def available(self) -> bool:
+        return time.monotonic() >= self._down_until
+
+    def _failed(self, exc: CacheUnavailable, action: str) -> None:
+        if self.available:
+            log.warning(
+                "plan cache unavailable; bypassing it",
+                extra={"event": "cache_down", "action": action, "error": str(exc)},
+            )
+        self._down_until = time.monotonic() + self._cooldown
+
+    async def get(self, key: str) -> bytes | None:
+        """Raises ``CacheUnavailable`` when the cache is failing (now or recently)."""
+        if not self.available:
+            raise CacheUnavailable("circuit open")
+        try:
+            return await self.inner.get(key)
+        except CacheUnavailable as exc:
+            self._failed(exc, "get")
+            raise
+
+    async def set(self, key: str, value: bytes, ttl_s: int) -> bool:
+        if not self.available:
+            return False
+        try:
+            await self.inner.set(key, value, ttl_s)
+        except CacheUnavailable as exc:
+            self._failed(exc, "set")
+            return False
+        return True
+
+
+class PlanningService:
+    def __init__(
+        self,
+        state: CatalogState,
+        cache: PlanCache,
+        pool: SolverPool,
+        metrics: Metrics,
+        *,
+        ttl_s: int,
+        time_limit_s: float,
+    ) -> None:
+        self._state = state
+        self._cache = GuardedCache(cache)
+        self._pool = pool
+        self._metrics = metrics
+        self._ttl = ttl_s
+        self.time_limit_s = time_limit_s
+        self._deadline_s = time_limit_s * 4 + 10.0
+        self._flights: dict[str, asyncio.Task[bytes]] = {}
+
+    async def snapshot(self, as_of: datetime | None) -> SnapshotView:
+        return await (self._state.as_of(as_of) if as_of is not None else self._state.current())
+
+    async def answer(
+        self,
+        request: PlanRequest,
+        canonical: bytes,
+        view: SnapshotView,
+        render: Render,
+        *,
+        current_revision: int | None = None,
+    ) -> PlanAnswer:
+        """The plan for ``request`` at the snapshot's revision: cached, coalesced or solved."""
+        revision = current_revision if current_revision is not None else view.snapshot.revision
+        plan_id = plan_id_for(canonical, revision)
+        key = cache_key(plan_id)
+        outcome: CacheOutcome = "miss"
+        try:
+            cached = await self._cache.get(key)
+        except CacheUnavailable:
+            outcome = "bypass"
+        else:
+            if cached is not None:
+                self._metrics.cache.labels("hit").inc()
+                return PlanAnswer(cached, plan_id, "hit", view.stale)
+        self._metrics.cache.labels(outcome).inc()
+        task = self._flights.get(key)
+        if task is None:
+            task = asyncio.create_task(
+                self._solve_and_store(key, request, view.snapshot, render, plan_id, revision)
+            )
+            self._flights[key] = task
+            task.add_done_callback(lambda _t: self._flights.pop(key, None))
+        try:
+            body = await asyncio.wait_for(asyncio.shield(task), self._deadline_s)
+        except TimeoutError:
+            raise ServiceUnavailable(
+                f"the solve did not finish within {self._deadline_s:g} s", retry_after_s=5
+            ) from None
+        return PlanAnswer(body, plan_id, outcome, view.stale)
+
+    async def _solve_and_store(
+        self,
+        key: str,
+        request: PlanRequest,
+        snapshot: CatalogSnapshot,
+        render: Render,
+        plan_id: str,
+        revision: int,
+    ) -> bytes:
+        def work() -> bytes:
+            started = time.perf_counter()
+            result = plan(request, snapshot)
+            body = render(result, plan_id, revision)
+            self._metrics.solve_seconds.observe(time.perf_counter() - started)
+            return body
+
+        body = await self._pool.run(work)
+        await self._cache.set(key, body, self._ttl)
+        return body
+
+    async def lookup(self, plan_id: str) -> bytes:
+        """A plan solved earlier, by id, while its cache entry lives."""
+        try:
+            cached = await self._cache.get(cache_key(plan_id))
+        except CacheUnavailable:
+            raise ServiceUnavailable(
+                "the plan cache is unreachable; POST the request to /v1/plans to solve it again",
+                retry_after_s=5,
+            ) from None
+        if cached is None:
+            raise UnknownPlan(plan_id, self._ttl)
+        return cached
+
+    async def close(self) -> None:
+        for task in list(self._flights.values()):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._pool.shutdown()

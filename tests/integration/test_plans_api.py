@@ -1,0 +1,380 @@
+"""The plans API end to end: formats, determinism, ETags, caching and cache outages."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from litestar.testing import AsyncTestClient
+
+from service.app import create_app
+from service.settings import Settings
+from tests.conftest import admin, base_settings
+from tests.support.databases import SqliteDatabases
+from tests.support.proxy import ToggleProxy
+from tests.support.services import Endpoints, unavailable
+
+pytestmark = pytest.mark.integration
+Client = AsyncTestClient  # type: ignore[type-arg]
+
+BODY: dict[str, Any] = {
+    "model": "llama-3.1-8b",
+    "workload": {"qps": 12, "prompt_tokens": 512, "output_tokens": 128},
+    "slo": {"ttft_ms": 2000, "tpot_ms": 50, "percentile": 95},
+    "constraints": {"gpus": ["l4", "L40S", "h100", "a10g"], "headroom": 0.2},
+}
+
+
+async def post_plan(client: Client, body: dict[str, Any] = BODY, **kwargs: Any) -> Any:
+    return await client.post("/v1/plans", json=body, **kwargs)
+
+
+async def test_post_plan_answers_the_documented_fields(client: Client) -> None:
+    response = await post_plan(client)
+    assert response.status_code == 200, response.text
+    plan = response.json()
+    for name in (
+        "plan_id",
+        "status",
+        "catalog_revision",
+        "prices_as_of",
+        "usd_per_hour",
+        "usd_per_month",
+        "usd_per_million_output_tokens",
+        "total_cards",
+        "qps_capacity",
+        "fleet",
+        "alternatives",
+        "savings_vs_best_single_type",
+        "rejected",
+        "max_qps_within_budget",
+        "explanation",
+        "assumptions",
+    ):
+        assert name in plan, name
+    assert plan["status"] == "optimal"
+    line = plan["fleet"][0]
+    for name in (
+        "gpu",
+        "provider",
+        "region",
+        "instance_type",
+        "pricing",
+        "tensor_parallel",
+        "replicas",
+        "cards",
+        "usd_per_hour",
+        "qps_capacity",
+        "assigned_qps",
+        "ttft_ms",
+        "tpot_ms",
+        "utilization",
+    ):
+        assert name in line, name
+    assert {a["gpu"] for a in plan["alternatives"]} <= {"l4", "l40s", "h100-sxm", "a10g"}
+    assert plan["request"]["constraints"]["gpus"] == ["a10g", "h100-sxm", "l4", "l40s"]
+    assert response.headers["etag"] == f'"{plan["plan_id"]}"'
+    assert response.headers["x-cache"] in {"miss", "bypass"}
+
+
+async def test_identical_requests_are_byte_identical_and_cached(client: Client) -> None:
+    first = await post_plan(client)
+    second = await post_plan(client)
+    assert first.content == second.content
+    assert second.headers["x-cache"] == "hit"
+    reordered = {
+        **BODY,
+        "constraints": {**BODY["constraints"], "gpus": ["a10g", "l4", "h100-sxm", "l40s"]},
+    }
+    third = await post_plan(client, reordered)
+    assert third.content == first.content and third.headers["x-cache"] == "hit"
+
+
+async def test_if_none_match_answers_304(client: Client) -> None:
+    first = await post_plan(client)
+    etag = first.headers["etag"]
+    again = await post_plan(client, headers={"If-None-Match": etag})
+    assert again.status_code == 304 and again.content == b""
+    plan_id = first.json()["plan_id"]
+    by_id = await client.get(f"/v1/plans/{plan_id}", headers={"If-None-Match": etag})
+    assert by_id.status_code == 304
+
+
+async def test_get_plan_by_id_and_unknown_id(client: Client) -> None:
+    first = await post_plan(client)
+    plan_id = first.json()["plan_id"]
+    fetched = await client.get(f"/v1/plans/{plan_id}")
+    assert fetched.status_code == 200 and fetched.content == first.content
+    missing = await client.get("/v1/plans/" + "0" * 32)
+    assert missing.status_code == 404
+    assert "POST" in missing.json()["detail"]
+    bad = await client.get("/v1/plans/not-an-id")
+    assert bad.status_code == 422
+
+
+async def test_get_plan_from_query_matches_post(client: Client) -> None:
+    query = {
+        "model": "llama-3.1-8b",
+        "qps": 12,
+        "prompt_tokens": 512,
+        "output_tokens": 128,
+        "ttft_ms": 2000,
+        "tpot_ms": 50,
+        "gpus": "l4,l40s,h100,a10g",
+        "headroom": 0.2,
+    }
+    response = await client.get("/v1/plan", params=query)
+    assert response.status_code == 200, response.text
+    posted = (await post_plan(client)).json()
+    assert response.json()["plan_id"] == posted["plan_id"]
+
+
+async def test_text_format_is_a_table(client: Client) -> None:
+    by_query = await post_plan(client, params={"format": "text"})
+    by_accept = await post_plan(client, headers={"Accept": "text/plain"})
+    for response in (by_query, by_accept):
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/plain")
+        text = response.text
+        assert "FLEET" in text and "ALTERNATIVES" in text and "WHY" in text
+        assert re.search(r"TOTAL\s+\d+\s+\d+", text)
+    assert by_query.text == by_accept.text
+
+
+async def test_flat_format_is_string_values(client: Client) -> None:
+    response = await post_plan(client, params={"format": "flat"})
+    flat = response.json()
+    assert all(isinstance(v, str) for v in flat.values())
+    assert int(flat["fleet_lines"]) >= 1
+    assert flat["gpu_0"] and int(flat["cards_0"]) >= 1
+    assert float(flat["usd_per_hour"]) > 0
+
+
+async def test_budget_infeasible_and_as_of(client: Client) -> None:
+    over = await post_plan(client, {**BODY, "budget": {"usd_per_hour": 0.01}})
+    assert over.json()["status"] == "over_budget"
+    assert over.json()["max_qps_within_budget"] < 12
+    monthly = await post_plan(client, {**BODY, "budget": {"usd_per_month": 10_000_000}})
+    assert monthly.json()["status"] == "optimal"
+    impossible = await post_plan(client, {**BODY, "slo": {"tpot_ms": 0.5}})
+    body = impossible.json()
+    assert impossible.status_code == 200 and body["status"] == "infeasible"
+    assert {r["gpu"] for r in body["rejected"]} == {"l4", "l40s", "h100-sxm", "a10g"}
+    early = await post_plan(client, {**BODY, "as_of": "2025-06-01T00:00:00Z"})
+    assert early.json()["prices_as_of"] == "2025-06-01T00:00:00Z"
+    assert early.json()["plan_id"] != over.json()["plan_id"]
+
+
+async def test_a_price_write_invalidates_cached_plans(client: Client) -> None:
+    first = await post_plan(client)
+    assert (await post_plan(client)).headers["x-cache"] == "hit"
+    used = first.json()["fleet"][0]["gpu"]
+    observation = {
+        "gpu": used,
+        "provider": "examplecloud",
+        "region": "r1",
+        "kind": "on_demand",
+        "usd": 0.01,
+        "instance_type": "ex.1x",
+        "gpus_per_instance": 1,
+        "observed_at": "2026-07-01T00:00:00Z",
+    }
+    ingest = await client.post("/v1/prices", json={"observations": [observation]}, headers=admin())
+    assert ingest.status_code == 200
+    after = await post_plan(client)
+    assert after.headers["x-cache"] in {"miss", "bypass"}
+    assert after.json()["catalog_revision"] == ingest.json()["catalog_revision"]
+    assert after.json()["plan_id"] != first.json()["plan_id"]
+    assert after.json()["usd_per_hour"] < first.json()["usd_per_hour"]
+    assert "examplecloud" in {line["provider"] for line in after.json()["fleet"]}
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "field"),
+    [
+        (
+            {
+                **BODY,
+                "workload": {
+                    "qps": 1,
+                    "mix": [{"share": 0.5, "prompt_tokens": 10, "output_tokens": 10}],
+                },
+            },
+            422,
+            "workload.mix",
+        ),
+        ({**BODY, "workload": {"qps": 1, "prompt_tokens": 100}}, 422, "workload.output_tokens"),
+        (
+            {**BODY, "workload": {"qps": 1, "prompt_tokens": 200_000, "output_tokens": 10}},
+            422,
+            "workload.prompt_tokens",
+        ),
+        ({**BODY, "model": "llama-9-700b"}, 404, "model"),
+        ({**BODY, "constraints": {"gpus": ["h1000"]}}, 404, "constraints.gpus[0]"),
+        ({**BODY, "budget": {"usd_per_hour": 1, "usd_per_month": 730}}, 422, "budget"),
+        ({**BODY, "colour": "blue"}, 422, "colour"),
+        (
+            {**BODY, "workload": {"qps": -1, "prompt_tokens": 1, "output_tokens": 1}},
+            422,
+            "workload.qps",
+        ),
+        (
+            {**BODY, "workload": {"qps": "many", "prompt_tokens": 1, "output_tokens": 1}},
+            422,
+            "workload.qps",
+        ),
+        (
+            {**BODY, "workload": {"qps": 1, "prompt_tokens": 10**30, "output_tokens": 1}},
+            422,
+            "workload.prompt_tokens",
+        ),
+        (
+            {
+                **BODY,
+                "workload": {
+                    "qps": 1,
+                    "mix": [{"share": 1, "prompt_tokens": 1, "output_tokens": 1}] * 17,
+                },
+            },
+            422,
+            "workload.mix",
+        ),
+    ],
+)
+async def test_bad_requests_name_the_field(
+    client: Client, body: dict[str, Any], status: int, field: str
+) -> None:
+    response = await post_plan(client, body)
+    assert response.status_code == status, response.text
+    problem = response.json()
+    assert problem["field"] == field, problem
+    assert "Traceback" not in response.text
+
+
+async def test_nan_and_infinity_are_rejected(client: Client) -> None:
+    for literal in (b"NaN", b"Infinity", b"1e999"):
+        raw = (
+            b'{"model":"llama-3.1-8b","workload":{"qps":'
+            + literal
+            + b',"prompt_tokens":1,"output_tokens":1}}'
+        )
+        response = await client.post(
+            "/v1/plans", content=raw, headers={"content-type": "application/json"}
+        )
+        assert 400 <= response.status_code < 500, (literal, response.text)
+
+
+async def test_concurrent_identical_misses_solve_once(client: Client) -> None:
+    body = {**BODY, "workload": {"qps": 17.5, "prompt_tokens": 300, "output_tokens": 90}}
+    before = _solves(await client.get("/metrics"))
+    responses = await asyncio.gather(*(post_plan(client, body) for _ in range(6)))
+    assert {r.status_code for r in responses} == {200}
+    assert len({r.content for r in responses}) == 1
+    assert _solves(await client.get("/metrics")) == before + 1
+
+
+def _solves(metrics: Any) -> float:
+    match = re.search(r"^gpuplan_solve_duration_seconds_count (\S+)$", metrics.text, re.M)
+    return float(match.group(1)) if match else 0.0
+
+
+async def test_estimate_and_models(client: Client) -> None:
+    body = {"model": "llama-2-70b", "gpu": "A100", "prompt_tokens": 1024, "output_tokens": 256}
+    response = await client.post("/v1/estimate", json=body)
+    assert response.status_code == 200, response.text
+    est = response.json()
+    for name in (
+        "fits",
+        "reason",
+        "gpu",
+        "tensor_parallel",
+        "max_concurrency",
+        "concurrency",
+        "ttft_ms",
+        "tpot_ms",
+        "e2e_ms",
+        "output_tokens_per_s",
+        "requests_per_s",
+        "bottleneck",
+        "memory",
+        "assumptions",
+    ):
+        assert name in est
+    assert est["gpu"] == "a100-sxm-80gb" and est["tensor_parallel"] == 2 and est["fits"]
+    one = await client.post("/v1/estimate", json={**body, "tensor_parallel": 1})
+    assert one.json()["fits"] is False and "GB" in one.json()["reason"]
+    loaded = await client.get(
+        "/v1/estimate",
+        params={
+            "model": "llama-3.1-8b",
+            "gpu": "l4",
+            "prompt_tokens": 512,
+            "output_tokens": 128,
+            "qps": 1,
+        },
+    )
+    assert loaded.status_code == 200 and loaded.json()["latency"]["ttft_ms"]["p95"] > 0
+    models = (await client.get("/v1/models")).json()
+    assert models["count"] >= 22
+    assert (await client.get("/v1/models/Llama-3.1-70B")).json()["id"] == "llama-3.1-70b"
+    unknown = await client.get("/v1/models/llama-9")
+    assert unknown.status_code == 404 and unknown.json()["suggestions"]
+    assert (await client.post("/v1/estimate", json={**body, "gpu": "h1000"})).status_code == 404
+    zero = await client.post("/v1/estimate", json={**body, "prompt_tokens": 0})
+    assert zero.status_code == 422 and zero.json()["field"] == "prompt_tokens"
+    long = await client.post("/v1/estimate", json={**body, "prompt_tokens": 5000})
+    assert long.status_code == 422 and long.json()["field"] == "prompt_tokens"
+
+
+# ---- Redis outage ---------------------------------------------------------------------------
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def redis_proxy(endpoints: Endpoints) -> AsyncIterator[tuple[ToggleProxy, str]]:
+    if endpoints.redis_url is None:
+        unavailable("Redis", endpoints.why_missing)
+    assert endpoints.redis_url is not None
+    proxy = ToggleProxy.for_url(endpoints.redis_url)
+    await proxy.start()
+    try:
+        yield proxy, proxy.url(endpoints.redis_url)
+    finally:
+        await proxy.close()
+
+
+async def test_redis_stopped_mid_stream_then_back(
+    redis_proxy: tuple[ToggleProxy, str],
+    sqlite_databases: SqliteDatabases,
+    tmp_path: Path,
+    redis_prefix: str,
+) -> None:
+    proxy, url = redis_proxy
+    settings: Settings = replace(
+        base_settings(await sqlite_databases.fresh(), tmp_path), redis_url=url, redis_timeout_ms=200
+    )
+    app = create_app(settings, cache_prefix=redis_prefix)
+    async with AsyncTestClient(app) as client:
+        assert (await post_plan(client)).headers["x-cache"] == "miss"
+        assert (await post_plan(client)).headers["x-cache"] == "hit"
+        await proxy.cut()
+        outcomes = []
+        for qps in (3, 4, 5, 12):
+            response = await post_plan(
+                client, {**BODY, "workload": {**BODY["workload"], "qps": qps}}
+            )
+            assert response.status_code == 200, response.text
+            outcomes.append(response.headers["x-cache"])
+        assert set(outcomes) == {"bypass"}
+        ready = (await client.get("/readyz")).json()
+        assert ready["status"] == "degraded" and ready["cache"]["ok"] is False
+        await proxy.restore()
+        await asyncio.sleep(1.2)  # the cache circuit breaker's cool-down
+        again = [(await post_plan(client)).headers["x-cache"] for _ in range(3)]
+        assert again[-1] == "hit", again
+        assert (await client.get("/readyz")).json()["status"] == "ready"
