@@ -177,7 +177,9 @@ KNOWN = frozenset(
 
 # Kubernetes injects <SERVICE>_SERVICE_HOST, <SERVICE>_PORT, <SERVICE>_PORT_80_TCP... for every
 # Service in the namespace; a Service named gpuplan(-anything) would otherwise look like typos.
-_SERVICE_LINK = re.compile(r"^([A-Z0-9_]+_)?(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_[A-Z0-9_]+)?)$")
+_SERVICE_LINK = re.compile(
+    r"^([A-Z0-9_]+_)?(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_[A-Z0-9_]+)?)$"
+)
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
