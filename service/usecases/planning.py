@@ -77,6 +77,9 @@ class SolverPool:
 
     def __init__(self, workers: int, queue: int, metrics: Metrics) -> None:
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="solver")
+        # Each running solve may overlap its independent MILPs (main, alternatives, budget)
+        # here; HiGHS releases the GIL, so on several cores one plan finishes sooner.
+        self.helpers = ThreadPoolExecutor(max_workers=workers * 2, thread_name_prefix="solver-aux")
         self._workers = workers
         self._limit = workers + queue
         self._admitted = 0
@@ -106,6 +109,7 @@ class SolverPool:
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self.helpers.shutdown(wait=False, cancel_futures=True)
 
 
 class GuardedCache:
@@ -221,7 +225,7 @@ class PlanningService:
     ) -> bytes:
         def work() -> bytes:
             started = time.perf_counter()
-            result = plan(request, snapshot)
+            result = plan(request, snapshot, executor=self._pool.helpers)
             body = render(result, plan_id, revision)
             self._metrics.solve_seconds.observe(time.perf_counter() - started)
             return body

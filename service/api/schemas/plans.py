@@ -351,11 +351,12 @@ class FleetLineOut(WireOut, kw_only=True):
 
 
 class AlternativeOut(WireOut, kw_only=True):
+    """The cheapest fleet of one GPU type alone (lines as in the plan's fleet)."""
+
     gpu: str
     usd_per_hour: float
     usd_per_month: float
     total_cards: int
-    qps_capacity: float
     fleet: list[FleetLineOut]
 
     @classmethod
@@ -365,7 +366,6 @@ class AlternativeOut(WireOut, kw_only=True):
             usd_per_hour=_r(alt.fleet.usd_per_hour, 4),
             usd_per_month=_r(alt.fleet.usd_per_month, 2),
             total_cards=alt.fleet.total_cards,
-            qps_capacity=_r(alt.fleet.qps_capacity, 3),
             fleet=[FleetLineOut.from_domain(line) for line in alt.fleet.lines],
         )
 
@@ -432,7 +432,7 @@ class PlanOut(WireOut, kw_only=True):
                 else None
             ),
             total_cards=fleet.total_cards if fleet else 0,
-            qps_capacity=_r(fleet.qps_capacity, 3) if fleet else 0.0,
+            qps_capacity=_r(fleet.qps_capacity or 0.0, 3) if fleet else 0.0,
             fleet=[FleetLineOut.from_domain(line) for line in fleet.lines] if fleet else [],
             alternatives=[AlternativeOut.from_domain(a) for a in plan.alternatives],
             savings_vs_best_single_type=(

@@ -18,6 +18,7 @@ Pure: same request and snapshot, same plan.
 from __future__ import annotations
 
 import math
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -186,8 +187,15 @@ def fleet_problem(request: PlanRequest, candidates: Candidates) -> FleetProblem:
     )
 
 
-def plan(request: PlanRequest, snapshot: CatalogSnapshot) -> Plan:
-    """Solve one fleet request against one catalog snapshot."""
+def plan(
+    request: PlanRequest, snapshot: CatalogSnapshot, *, executor: Executor | None = None
+) -> Plan:
+    """Solve one fleet request against one catalog snapshot.
+
+    The main solve, the single-type alternatives and the budget solve are independent; with an
+    ``executor`` they run concurrently (HiGHS releases the GIL), else one after the other. The
+    answer is the same either way.
+    """
     candidates = build_candidates(request, snapshot)
     buckets = tuple(
         BucketSummary(b.key, b.share, b.prompt_tokens, b.output_tokens, request.demand_qps(b))
@@ -211,18 +219,28 @@ def plan(request: PlanRequest, snapshot: CatalogSnapshot) -> Plan:
         )
 
     problem = fleet_problem(request, candidates)
-    solution = solve_fleet(problem)
-    budget_qps = solution.max_qps_within_budget
-    if request.budget_usd_per_hour is not None and budget_qps is None and solution.has_fleet:
-        budget_qps = max_qps_within_budget(problem)
-    if request.budget_usd_per_hour is not None and not solution.has_fleet:
-        budget_qps = max_qps_within_budget(problem)
-
-    singles = cheapest_single_type(problem)
+    if executor is not None:
+        singles_job = executor.submit(cheapest_single_type, problem)
+        budget_job = (
+            executor.submit(max_qps_within_budget, problem)
+            if request.budget_usd_per_hour is not None
+            else None
+        )
+        solution = solve_fleet(problem)
+        singles = singles_job.result()
+        budget_qps = budget_job.result() if budget_job is not None else None
+        if solution.max_qps_within_budget is not None:
+            budget_qps = solution.max_qps_within_budget
+    else:
+        solution = solve_fleet(problem)
+        singles = cheapest_single_type(problem)
+        budget_qps = (
+            max_qps_within_budget(problem) if request.budget_usd_per_hour is not None else None
+        )
     alternatives = tuple(
         sorted(
             (
-                Alternative(gpu, _fleet(request, candidates, sol))
+                Alternative(gpu, _fleet(request, candidates, sol, with_capacity=False))
                 for gpu, sol in singles.items()
                 if sol.has_fleet
             ),
@@ -267,7 +285,14 @@ def plan(request: PlanRequest, snapshot: CatalogSnapshot) -> Plan:
 # ---- assembly -----------------------------------------------------------------------------
 
 
-def _fleet(request: PlanRequest, candidates: Candidates, solution: FleetSolution) -> Fleet:
+def _fleet(
+    request: PlanRequest,
+    candidates: Candidates,
+    solution: FleetSolution,
+    *,
+    with_capacity: bool = True,
+) -> Fleet:
+    """Fleet lines of a solution; ``with_capacity`` adds the fleet-wide capacity (one LP)."""
     headroom = 1.0 + request.constraints.headroom
     served: dict[str, dict[str, float]] = {}
     for bucket_key, option_key, rate in solution.served_qps:
@@ -313,7 +338,7 @@ def _fleet(request: PlanRequest, candidates: Candidates, solution: FleetSolution
         lines=tuple(lines),
         usd_per_hour=math.fsum(line.usd_per_hour for line in lines),
         total_cards=sum(line.cards for line in lines),
-        qps_capacity=_fleet_capacity(request, candidates, solution),
+        qps_capacity=_fleet_capacity(request, candidates, solution) if with_capacity else None,
     )
 
 
@@ -368,8 +393,15 @@ def _fleet_capacity(request: PlanRequest, candidates: Candidates, solution: Flee
     if not keys:
         return 0.0
     units = dict(solution.replicas)
-    n_b, n_o = len(request.buckets), len(keys)
     shares = [b.share for b in request.buckets]
+    if len(keys) == 1:
+        # One line serves every bucket: its time budget bounds the mix, lam * sum(share/cap) <= x.
+        caps = candidates.items[keys[0]].option.capacity_qps
+        if any(share > 0 and cap <= 0 for share, cap in zip(shares, caps, strict=True)):
+            return 0.0
+        load = math.fsum(share / cap for share, cap in zip(shares, caps, strict=True) if share > 0)
+        return units[keys[0]] / load if load > 0 else 0.0
+    n_b, n_o = len(request.buckets), len(keys)
     # Variables: z[s, g] (requests/s of bucket s on option g), then lam (total requests/s).
     n = n_b * n_o + 1
     cost = np.zeros(n)

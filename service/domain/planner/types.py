@@ -129,10 +129,13 @@ class FleetLine:
 
 @dataclass(frozen=True, slots=True)
 class Fleet:
+    """Fleet lines and totals. ``qps_capacity`` is the most total load, in the request's bucket
+    mix, these units carry within the SLO (computed for the chosen fleet, not alternatives)."""
+
     lines: tuple[FleetLine, ...]
     usd_per_hour: float
     total_cards: int
-    qps_capacity: float
+    qps_capacity: float | None
 
     @property
     def usd_per_month(self) -> float:

@@ -275,3 +275,11 @@ def test_adding_a_gpu_to_the_allowed_set_is_never_dearer(subset: set[str], extra
         return
     assert after.fleet is not None
     assert cost(after) <= cost(before) + 1e-6
+
+
+def test_concurrent_solves_give_the_same_plan() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    req = request(qps=25, budget=5.0)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        assert plan(req, snapshot(), executor=pool) == plan(req, snapshot())

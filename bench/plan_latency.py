@@ -1,0 +1,177 @@
+"""Uncached plan latency on the real catalog, and how it grows with the catalog and the mix.
+
+Measures the planner itself (performance model + MILP + assembly), i.e. what one plan-cache miss
+costs, in one process:
+
+- ``real``: the bundled catalog (29 GPUs, every priced offer), 1 and 4 request buckets.
+  *cold*: every plan has request shapes and an SLO never seen before, so nothing inside the
+  performance model is memoised; *warm*: the same shapes with a different QPS each time (the
+  per-shape capacities are reused, the MILP and assembly are not).
+- ``catalog``: synthetic GPU types and offers at 1x..10x the real catalog (4 buckets, cold).
+- ``buckets``: 1..16 buckets on the real catalog (cold).
+
+Run: ``.venv/bin/python bench/plan_latency.py [--quick]``. Prints markdown tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import random
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from service.domain.catalog import CatalogSnapshot, GpuSpec, PricePoint, latest_per_offer  # noqa: E402
+from service.domain.models import resolve_model  # noqa: E402
+from service.domain.perfmodel import Slo  # noqa: E402
+from service.domain.planner import PlanConstraints, PlanRequest, WorkloadBucket, plan  # noqa: E402
+from service.store.csv_format import bundled_text, parse_gpus_csv, parse_prices_csv  # noqa: E402
+
+MODEL = resolve_model("llama-3.1-70b")
+
+
+def real_snapshot() -> CatalogSnapshot:
+    gpus = tuple(parse_gpus_csv(bundled_text("gpus.csv")))
+    prices = latest_per_offer(parse_prices_csv(bundled_text("prices.csv")))
+    return CatalogSnapshot(revision=1, gpus=gpus, prices=prices)
+
+
+def scaled_snapshot(base: CatalogSnapshot, factor: int, rng: random.Random) -> CatalogSnapshot:
+    """``factor`` copies of every GPU (specs and prices jittered by up to 15%) with their offers."""
+    gpus: list[GpuSpec] = list(base.gpus)
+    prices: list[PricePoint] = list(base.prices)
+    for copy in range(1, factor):
+        for g in base.gpus:
+            jitter = rng.uniform(0.85, 1.15)
+            clone = replace(
+                g,
+                id=f"{g.id}-x{copy}",
+                aliases=(),
+                memory_bandwidth_gbps=g.memory_bandwidth_gbps * jitter,
+                fp16_tflops=g.fp16_tflops * jitter if g.fp16_tflops else None,
+                fp8_tflops=g.fp8_tflops * jitter if g.fp8_tflops else None,
+            )
+            gpus.append(clone)
+            for p in base.prices:
+                if p.gpu_id == g.id:
+                    prices.append(replace(p, gpu_id=clone.id, usd=p.usd * rng.uniform(0.8, 1.2)))
+    return CatalogSnapshot(revision=1, gpus=tuple(gpus), prices=tuple(prices))
+
+
+def request(
+    rng: random.Random, buckets: int, *, cold: bool, base_shapes: list[tuple[int, int]]
+) -> PlanRequest:
+    if cold:
+        shapes = [(rng.randint(100, 6000), rng.randint(50, 800)) for _ in range(buckets)]
+        slo = Slo(
+            ttft_ms=rng.uniform(800, 4000), tpot_ms=rng.uniform(40, 120), e2e_ms=None, percentile=95
+        )
+    else:
+        shapes = base_shapes[:buckets]
+        slo = Slo(ttft_ms=2000, tpot_ms=60, e2e_ms=None, percentile=95)
+    shares = [rng.uniform(0.5, 1.5) for _ in shapes]
+    total = sum(shares)
+    return PlanRequest(
+        model=MODEL,
+        precision="fp8",
+        kv_precision="fp8",
+        engine="vllm",
+        qps=rng.uniform(5, 80),
+        buckets=tuple(
+            WorkloadBucket(f"b{i}", s / total, p, o)
+            for i, ((p, o), s) in enumerate(zip(shapes, shares, strict=True))
+        ),
+        slo=slo,
+        constraints=PlanConstraints(headroom=0.2, min_replicas=2),
+    )
+
+
+HELPERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="solver-aux")
+
+
+def measure(
+    snapshot: CatalogSnapshot, n: int, buckets: int, *, cold: bool, seed: int
+) -> list[float]:
+    """ms per plan, with the helper pool the service gives each solve (see SolverPool)."""
+    rng = random.Random(seed)
+    base_shapes = [(512, 128), (2048, 256), (8000, 400), (300, 800)] * 4
+    times = []
+    for _ in range(n):
+        req = request(rng, buckets, cold=cold, base_shapes=base_shapes)
+        started = time.perf_counter()
+        plan(req, snapshot, executor=HELPERS)
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def row(label: str, times: list[float]) -> str:
+    return (
+        f"| {label} | {len(times)} | {statistics.median(times):.1f} | {pct(times, 99):.1f} | "
+        f"{max(times):.1f} |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="fewer samples (a smoke run)")
+    args = parser.parse_args()
+    n = 40 if args.quick else 200
+    snap = real_snapshot()
+    options = sum(1 for p in snap.prices if p.kind.value == "on_demand")
+    print("# Uncached plan latency\n")
+    print(
+        f"Machine: {platform.machine()}, {platform.processor() or 'cpu'}, Python {platform.python_version()}."
+    )
+    print(
+        f"Model llama-3.1-70b fp8, real catalog: {len(snap.gpus)} GPUs, {options} on-demand offers; ms per plan.\n"
+    )
+    print("| case | plans | p50 ms | p99 ms | max ms |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    measure(snap, 3, 4, cold=False, seed=99)  # imports and first-use setup
+    for buckets in (1, 4):
+        print(
+            row(
+                f"real catalog, {buckets} bucket(s), cold",
+                measure(snap, n, buckets, cold=True, seed=buckets),
+            )
+        )
+        print(
+            row(
+                f"real catalog, {buckets} bucket(s), warm",
+                measure(snap, n, buckets, cold=False, seed=buckets),
+            )
+        )
+    print("\n## Catalog growth (4 buckets, cold)\n")
+    print("| catalog | GPU types | offers | plans | p50 ms | p99 ms | max ms |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for factor in (1, 2, 5, 10):
+        scaled = scaled_snapshot(snap, factor, random.Random(factor))
+        times = measure(scaled, max(10, n // (2 * factor)), 4, cold=True, seed=100 + factor)
+        offers = sum(1 for p in scaled.prices if p.kind.value == "on_demand")
+        print(
+            f"| {factor}x | {len(scaled.gpus)} | {offers} | {len(times)} | "
+            f"{statistics.median(times):.1f} | {pct(times, 99):.1f} | {max(times):.1f} |"
+        )
+    print("\n## Request buckets (real catalog, cold)\n")
+    print("| buckets | plans | p50 ms | p99 ms | max ms |")
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    for buckets in (1, 2, 4, 8, 16):
+        times = measure(snap, max(10, n // 4), buckets, cold=True, seed=200 + buckets)
+        print(
+            f"| {buckets} | {len(times)} | {statistics.median(times):.1f} | {pct(times, 99):.1f} | {max(times):.1f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
