@@ -16,22 +16,19 @@ Run: ``.venv/bin/python bench/plan_latency.py [--quick]``. Prints markdown table
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import random
 import statistics
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from service.domain.catalog import CatalogSnapshot, GpuSpec, PricePoint, latest_per_offer  # noqa: E402
-from service.domain.models import resolve_model  # noqa: E402
-from service.domain.perfmodel import Slo  # noqa: E402
-from service.domain.planner import PlanConstraints, PlanRequest, WorkloadBucket, plan  # noqa: E402
-from service.store.csv_format import bundled_text, parse_gpus_csv, parse_prices_csv  # noqa: E402
+from service.domain.catalog import CatalogSnapshot, GpuSpec, PricePoint, latest_per_offer
+from service.domain.models import resolve_model
+from service.domain.perfmodel import Slo
+from service.domain.planner import PlanConstraints, PlanRequest, WorkloadBucket, plan
+from service.store.csv_format import bundled_text, parse_gpus_csv, parse_prices_csv
 
 MODEL = resolve_model("llama-3.1-70b")
 
@@ -112,7 +109,7 @@ def measure(
 
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def row(label: str, times: list[float]) -> str:
@@ -131,10 +128,12 @@ def main() -> None:
     options = sum(1 for p in snap.prices if p.kind.value == "on_demand")
     print("# Uncached plan latency\n")
     print(
-        f"Machine: {platform.machine()}, {platform.processor() or 'cpu'}, Python {platform.python_version()}."
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}."
     )
     print(
-        f"Model llama-3.1-70b fp8, real catalog: {len(snap.gpus)} GPUs, {options} on-demand offers; ms per plan.\n"
+        f"Model llama-3.1-70b fp8, real catalog: {len(snap.gpus)} GPUs, {options} on-demand "
+        "offers; ms per plan.\n"
     )
     print("| case | plans | p50 ms | p99 ms | max ms |")
     print("| --- | ---: | ---: | ---: | ---: |")
@@ -169,7 +168,8 @@ def main() -> None:
     for buckets in (1, 2, 4, 8, 16):
         times = measure(snap, max(10, n // 4), buckets, cold=True, seed=200 + buckets)
         print(
-            f"| {buckets} | {len(times)} | {statistics.median(times):.1f} | {pct(times, 99):.1f} | {max(times):.1f} |"
+            f"| {buckets} | {len(times)} | {statistics.median(times):.1f} | "
+            f"{pct(times, 99):.1f} | {max(times):.1f} |"
         )
 
 
