@@ -118,7 +118,11 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
         fit_reason: str | None = None
         slo_reason: str | None = None
         shape_reason: str | None = None
+        topology_limited = False
         for tp in sorted(set(c.tensor_parallel)):
+            if tp > gpu.nvlink_domain and not c.allow_pcie_tensor_parallel:
+                topology_limited = True
+                continue
             dep = Deployment(
                 gpu=gpu,
                 tensor_parallel=tp,
@@ -162,15 +166,36 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
                     replica_capacity=caps,
                 )
         if not any(k.startswith(gpu.id + "|") for k in items):
-            if slo_reason is not None:
-                rejected[gpu.id] = Rejection(gpu.id, "cannot_meet_slo", slo_reason)
-            elif shape_reason is not None:
-                rejected[gpu.id] = Rejection(gpu.id, "instance_too_small", shape_reason)
-            else:
-                rejected[gpu.id] = Rejection(
-                    gpu.id, "does_not_fit", fit_reason or "does not fit at the allowed degrees"
-                )
+            rejected[gpu.id] = _rejection(
+                gpu, slo_reason, shape_reason, fit_reason, topology_limited
+            )
     return Candidates(items, rejected, tuple(g.id for g in gpus))
+
+
+def _rejection(
+    gpu: GpuSpec,
+    slo_reason: str | None,
+    shape_reason: str | None,
+    fit_reason: str | None,
+    topology_limited: bool,
+) -> Rejection:
+    """The most useful reason a GPU has no option: an SLO miss beats an instance-shape problem
+    beats not fitting in memory (at the largest tensor-parallel degree the topology allows)."""
+    if slo_reason is not None:
+        return Rejection(gpu.id, "cannot_meet_slo", slo_reason)
+    if shape_reason is not None:
+        return Rejection(gpu.id, "instance_too_small", shape_reason)
+    topology = (
+        f"; larger tensor-parallel groups need NVLink (domain: {gpu.nvlink_domain} "
+        f"card{'s' if gpu.nvlink_domain > 1 else ''}) unless allow_pcie_tensor_parallel is set"
+        if topology_limited
+        else ""
+    )
+    if fit_reason is None:
+        return Rejection(
+            gpu.id, "does_not_fit", "no allowed tensor-parallel degree is possible" + topology
+        )
+    return Rejection(gpu.id, "does_not_fit", fit_reason + topology)
 
 
 def fleet_problem(request: PlanRequest, candidates: Candidates) -> FleetProblem:
@@ -201,7 +226,6 @@ def plan(
         BucketSummary(b.key, b.share, b.prompt_tokens, b.output_tokens, request.demand_qps(b))
         for b in request.buckets
     )
-    assumptions = _assumptions(request, candidates)
     prices_as_of = request.as_of or _newest_observation(snapshot)
     if not candidates.items:
         return Plan(
@@ -213,7 +237,7 @@ def plan(
             rejected=_sorted_rejections(candidates.rejected),
             max_qps_within_budget=0.0 if request.budget_usd_per_hour is not None else None,
             explanation=(_no_candidates_sentence(request, candidates),),
-            assumptions=assumptions,
+            assumptions=_assumptions(request, candidates, None),
             buckets=buckets,
             prices_as_of=prices_as_of,
         )
@@ -276,7 +300,7 @@ def plan(
         explanation=_explain(
             request, candidates, solution, fleet, alternatives, savings, budget_qps
         ),
-        assumptions=assumptions,
+        assumptions=_assumptions(request, candidates, solution if solution.has_fleet else None),
         buckets=buckets,
         prices_as_of=prices_as_of,
     )
@@ -538,8 +562,13 @@ def _explain(
                     and cand.offer.instance_type == line.instance_type
                 ):
                     cap = cand.replica_capacity[index[bucket_key]]
+                    tp = (
+                        f" tensor_parallel={line.tensor_parallel}"
+                        if line.tensor_parallel > 1
+                        else ""
+                    )
                     sentences.append(
-                        f"Each {line.gpu} replica carries at most {cap.qps:.3g} req/s of "
+                        f"Each {line.gpu}{tp} replica carries at most {cap.qps:.3g} req/s of "
                         f"{_bucket_words(request, bucket_key)}; the binding limit is "
                         f"{_limit_words(cap.limited_by, slo)}."
                     )
@@ -603,7 +632,11 @@ def _no_candidates_sentence(request: PlanRequest, candidates: Candidates) -> str
     )
 
 
-def _assumptions(request: PlanRequest, candidates: Candidates) -> tuple[str, ...]:
+def _assumptions(
+    request: PlanRequest, candidates: Candidates, solution: FleetSolution | None
+) -> tuple[str, ...]:
+    """General planning assumptions plus the performance model's, for each deployment in the
+    chosen fleet (or the first candidate when there is no fleet)."""
     c = request.constraints
     out: list[str] = list(request.model.assumptions)
     out.append(
@@ -622,12 +655,13 @@ def _assumptions(request: PlanRequest, candidates: Candidates) -> tuple[str, ...
             f"Owned cards: purchase price amortised over {o.amortization_months:g} months plus "
             f"power at TDP x PUE {o.pue:g} x {o.usd_per_kwh:g} USD/kWh."
         )
-    seen: set[str] = set()
-    for key in sorted(candidates.items)[:1]:
-        cand = candidates.items[key]
-        shape = RequestShape(request.buckets[0].prompt_tokens, request.buckets[0].output_tokens)
-        for text in estimate(request.model.arch, cand.deployment, shape).assumptions:
-            if text not in seen:
-                seen.add(text)
-                out.append(text)
+    keys = (
+        [k for k, _ in solution.replicas] if solution is not None else sorted(candidates.items)[:1]
+    )
+    shape = RequestShape(request.buckets[0].prompt_tokens, request.buckets[0].output_tokens)
+    deployments = dict.fromkeys(candidates.items[k].deployment for k in keys)
+    for dep in deployments:
+        for text in estimate(request.model.arch, dep, shape).assumptions:
+            tag = f"{dep.gpu.id} tensor_parallel={dep.tensor_parallel}: "
+            out.append(text if len(deployments) == 1 else tag + text)
     return tuple(dict.fromkeys(out))
