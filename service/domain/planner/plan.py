@@ -57,6 +57,7 @@ from service.domain.solver import (
     SolveStatus,
     cheapest_single_type,
     max_qps_within_budget,
+    relaxation_savings,
     solve_fleet,
 )
 
@@ -298,7 +299,7 @@ def plan(
         rejected=_sorted_rejections(rejected),
         max_qps_within_budget=budget_qps,
         explanation=_explain(
-            request, candidates, solution, fleet, alternatives, savings, budget_qps
+            request, candidates, solution, fleet, alternatives, savings, budget_qps, problem
         ),
         assumptions=_assumptions(request, candidates, solution if solution.has_fleet else None),
         buckets=buckets,
@@ -527,6 +528,7 @@ def _explain(
     alternatives: tuple[Alternative, ...],
     savings: Savings | None,
     budget_qps: float | None,
+    problem: FleetProblem,
 ) -> tuple[str, ...]:
     c = request.constraints
     slo = request.slo
@@ -573,18 +575,7 @@ def _explain(
                         f"{_limit_words(cap.limited_by, slo)}."
                     )
                     break
-    for label in solution.binding:
-        kind, _, subject = label.partition(":")
-        if kind == "max_cards":
-            sentences.append(
-                f"The availability cap of {dict(c.max_cards)[subject]} {subject} cards binds."
-            )
-        elif kind == "min_replicas":
-            sentences.append(
-                f"min_replicas={c.min_replicas} binds: the load alone needs fewer replicas."
-            )
-        elif kind == "budget":
-            sentences.append("The budget binds.")
+    sentences.extend(_constraint_costs(request, problem, solution))
     if solution.status is SolveStatus.OVER_BUDGET and request.budget_usd_per_hour is not None:
         sentences.append(
             f"The cheapest fleet costs {_money(fleet.usd_per_hour)}/hour, over the budget of "
@@ -609,6 +600,36 @@ def _explain(
     elif alternatives and not c.allow_mix:
         sentences.append("allow_mix=false: the fleet uses one GPU type.")
     return tuple(sentences)
+
+
+def _constraint_costs(
+    request: PlanRequest, problem: FleetProblem, solution: FleetSolution
+) -> list[str]:
+    """What each availability cap and the redundancy floor cost, priced by re-solving without
+    it (one MILP each); constraints that cost nothing are not mentioned."""
+    c = request.constraints
+    labels = tuple(f"max_cards:{gpu}" for gpu, _ in c.max_cards)
+    if c.min_replicas > 1:
+        labels += ("min_replicas",)
+    if not labels or not solution.has_fleet:
+        return []
+    out = []
+    for label, saved in relaxation_savings(problem, solution, labels):
+        if saved <= 0.005:
+            continue
+        kind, _, subject = label.partition(":")
+        if kind == "max_cards":
+            cap = dict(c.max_cards)[subject]
+            out.append(
+                f"The availability cap of {cap} {subject} cards adds {_money(saved)}/hour: "
+                "without it the fleet would use more of them."
+            )
+        elif kind == "min_replicas":
+            out.append(
+                f"min_replicas={c.min_replicas} adds {_money(saved)}/hour over what the load "
+                "alone needs."
+            )
+    return out
 
 
 def _limit_words(limited_by: str, slo: Slo) -> str:

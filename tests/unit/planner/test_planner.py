@@ -283,3 +283,22 @@ def test_concurrent_solves_give_the_same_plan() -> None:
     req = request(qps=25, budget=5.0)
     with ThreadPoolExecutor(max_workers=2) as pool:
         assert plan(req, snapshot(), executor=pool) == plan(req, snapshot())
+
+
+def test_explanations_price_the_redundancy_floor_only_when_it_costs() -> None:
+    costly = plan(request(qps=0.2, min_replicas=3), snapshot())
+    assert any(s.startswith("min_replicas=3 adds $") for s in costly.explanation)
+    free = plan(request(qps=40, min_replicas=2), snapshot())
+    assert not any("min_replicas" in s for s in free.explanation)
+
+
+def test_explanations_price_an_availability_cap() -> None:
+    uncapped = plan(request(qps=200, gpus=("l40s", "h100-sxm")), snapshot())
+    assert uncapped.fleet is not None
+    used = uncapped.fleet.lines[0].gpu
+    capped = plan(request(qps=200, gpus=("l40s", "h100-sxm"), max_cards=((used, 1),)), snapshot())
+    assert capped.fleet is not None
+    extra = cost(capped) - cost(uncapped)
+    assert extra > 0.01
+    assert any(f"cap of 1 {used} cards adds ${extra:,.2f}/hour" in s for s in capped.explanation)
+    assert sum(line.cards for line in capped.fleet.lines if line.gpu == used) <= 1
