@@ -606,10 +606,13 @@ def _constraint_costs(
     request: PlanRequest, problem: FleetProblem, solution: FleetSolution
 ) -> list[str]:
     """What each availability cap and the redundancy floor cost, priced by re-solving without
-    it (one MILP each); constraints that cost nothing are not mentioned."""
+    it (one MILP each); constraints that cost nothing are not mentioned.
+
+    Caps are priced even when not tight (a cap can push the fleet off a GPU entirely); the
+    redundancy floor only when tight, since a slack floor cannot cost anything."""
     c = request.constraints
     labels = tuple(f"max_cards:{gpu}" for gpu, _ in c.max_cards)
-    if c.min_replicas > 1:
+    if c.min_replicas > 1 and "min_replicas" in solution.binding:
         labels += ("min_replicas",)
     if not labels or not solution.has_fleet:
         return []
