@@ -7,11 +7,12 @@ from typing import Annotated
 
 from litestar import Controller, Response, get, post, put
 from litestar.di import NamedDependency
-from litestar.params import JSONBody, PathParameter, QueryParameter
+from litestar.params import PathParameter, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
 from service.api.auth import admin_guard
 from service.api.headers import catalog_headers
+from service.api.openapi_docs import json_body, problems, success
 from service.api.schemas.catalog import (
     CatalogOut,
     GpuListOut,
@@ -35,7 +36,17 @@ class CatalogController(Controller):
     path = "/v1"
     tags = ("catalog",)
 
-    @get("/gpus", operation_id="listGpus", summary="List GPUs with current on-demand prices")
+    @get(
+        "/gpus",
+        operation_id="listGpus",
+        responses={
+            **success(
+                GpuListOut, "gpu_list", "GPUs with their cheapest on-demand price per provider."
+            ),
+            **problems(400, 422, 503),
+        },
+        summary="List GPUs with current on-demand prices",
+    )
     async def list_gpus(
         self,
         catalog: NamedDependency[CatalogService],
@@ -73,7 +84,12 @@ class CatalogController(Controller):
         )
         return Response(body, headers=catalog_headers(result.revision, result.stale))
 
-    @get("/gpus/{gpu_id:str}", operation_id="getGpu", summary="One GPU by id or alias")
+    @get(
+        "/gpus/{gpu_id:str}",
+        operation_id="getGpu",
+        responses={**success(GpuOut, "gpu", "One GPU."), **problems(400, 404, 422, 503)},
+        summary="One GPU by id or alias",
+    )
     async def get_gpu(
         self,
         catalog: NamedDependency[CatalogService],
@@ -91,6 +107,10 @@ class CatalogController(Controller):
     @put(
         "/gpus/{gpu_id:str}",
         operation_id="putGpu",
+        responses={
+            **success(GpuWriteOut, "gpu_write", "Replaced (201 when created)."),
+            **problems(400, 401, 403, 409, 413, 422, 429, 503),
+        },
         summary="Create or replace a GPU spec (admin)",
         guards=[admin_guard],
         status_code=HTTP_200_OK,
@@ -103,7 +123,7 @@ class CatalogController(Controller):
             str,
             QueryParameter(pattern=GPU_ID_PATTERN, description="Lowercase slug, e.g. h100-sxm."),
         ],
-        data: JSONBody[GpuSpecIn],
+        data: Annotated[GpuSpecIn, json_body("gpu_spec", "A GPU spec")],
     ) -> Response[GpuWriteOut]:
         """Creates the GPU (201) or replaces its whole spec (200); bumps the catalog revision."""
         spec = data.to_domain(gpu_id)
@@ -123,6 +143,10 @@ class CatalogController(Controller):
     @get(
         "/gpus/{gpu_id:str}/prices",
         operation_id="listGpuPrices",
+        responses={
+            **success(PricePageOut, "prices", "Observations, newest first."),
+            **problems(400, 404, 422, 503),
+        },
         summary="Price history of one GPU",
     )
     async def list_prices(
@@ -162,7 +186,12 @@ class CatalogController(Controller):
         resolved, page = await catalog.price_history(gpu_id, query)
         return PricePageOut.from_domain(resolved, page)
 
-    @get("/catalog", operation_id="getCatalog", summary="Catalog revision and counts")
+    @get(
+        "/catalog",
+        operation_id="getCatalog",
+        responses={**success(CatalogOut, "catalog", "Revision and counts."), **problems(503)},
+        summary="Catalog revision and counts",
+    )
     async def summary(self, catalog: NamedDependency[CatalogService]) -> CatalogOut:
         """Current revision, counts and the newest price observation."""
         return CatalogOut.from_domain(await catalog.summary())
@@ -177,6 +206,10 @@ class PriceIngestController(Controller):
     @post(
         "/prices",
         operation_id="ingestPrices",
+        responses={
+            **success(IngestOut, "ingest", "Counts and the catalog revision."),
+            **problems(400, 401, 403, 404, 413, 422, 429, 503),
+        },
         summary="Bulk-ingest price observations (admin)",
         guards=[admin_guard],
         status_code=HTTP_200_OK,
@@ -184,7 +217,9 @@ class PriceIngestController(Controller):
         opt={"ingest": True},
     )
     async def ingest_prices(
-        self, catalog: NamedDependency[CatalogService], data: JSONBody[PriceBatchIn]
+        self,
+        catalog: NamedDependency[CatalogService],
+        data: Annotated[PriceBatchIn, json_body("price_batch", "One observation")],
     ) -> Response[IngestOut]:
         """Up to 10,000 observations, all or nothing, idempotent on (gpu, provider, region,
         kind, instance type, observed_at). Answers counts and the new catalog revision."""

@@ -6,10 +6,11 @@ from typing import Annotated
 
 from litestar import Controller, Response, get, post
 from litestar.di import NamedDependency
-from litestar.params import JSONBody, PathParameter, QueryParameter
+from litestar.params import PathParameter, QueryParameter
 from litestar.status_codes import HTTP_200_OK
 
 from service.api.headers import catalog_headers
+from service.api.openapi_docs import json_body, problems, success
 from service.api.schemas.estimate import EstimateIn, EstimateOut
 from service.api.schemas.models import ModelListOut, ModelOut
 from service.api.schemas.plans import EngineWire, KvPrecisionWire, PrecisionWire
@@ -28,11 +29,19 @@ class EstimateController(Controller):
     @post(
         "/estimate",
         operation_id="estimate",
+        responses={
+            **success(EstimateOut, "estimate", "The estimate."),
+            **problems(400, 404, 413, 422, 503),
+        },
         summary="Performance of one model on one GPU configuration",
         status_code=HTTP_200_OK,
     )
     async def estimate_post(
-        self, estimating: NamedDependency[EstimatingService], data: JSONBody[EstimateIn]
+        self,
+        estimating: NamedDependency[EstimatingService],
+        data: Annotated[
+            EstimateIn, json_body("estimate_request", "Llama-3.1-70B fp8 on H100 at 2 req/s")
+        ],
     ) -> Response[EstimateOut]:
         """Memory fit, max concurrency, TTFT/TPOT/E2E latency, throughput and bottleneck of one
         replica; latency percentiles under `qps` when given."""
@@ -42,6 +51,10 @@ class EstimateController(Controller):
     @get(
         "/estimate",
         operation_id="estimateByQuery",
+        responses={
+            **success(EstimateOut, "estimate", "The estimate."),
+            **problems(400, 404, 422, 503),
+        },
         summary="The same estimate from query parameters",
     )
     async def estimate_get(
@@ -85,7 +98,12 @@ class ModelsController(Controller):
     path = "/v1/models"
     tags = ("models",)
 
-    @get("/", operation_id="listModels", summary="Model presets with their architecture")
+    @get(
+        "/",
+        operation_id="listModels",
+        responses=success(ModelListOut, "model_list", "The presets."),
+        summary="Model presets with their architecture",
+    )
     async def list_models(self) -> ModelListOut:
         """Every preset with the architecture read from its published config."""
         models = [
@@ -93,7 +111,12 @@ class ModelsController(Controller):
         ]
         return ModelListOut(count=len(models), models=models)
 
-    @get("/{model_id:str}", operation_id="getModel", summary="One model preset by id or alias")
+    @get(
+        "/{model_id:str}",
+        operation_id="getModel",
+        responses={**success(ModelOut, "model", "One preset."), **problems(400, 404, 422)},
+        summary="One model preset by id or alias",
+    )
     async def get_model(
         self,
         model_id: Annotated[

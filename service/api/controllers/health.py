@@ -7,8 +7,10 @@ from typing import Literal
 
 from litestar import Controller, Response, get
 from litestar.di import NamedDependency
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.status_codes import HTTP_200_OK, HTTP_503_SERVICE_UNAVAILABLE
 
+from service.api.openapi_docs import success
 from service.api.schemas.common import WireOut
 from service.cache.base import CacheUnavailable, PlanCache
 from service.usecases.catalog import CatalogService
@@ -46,7 +48,20 @@ class HealthController(Controller):
         """Always 200 while the process can answer HTTP."""
         return Liveness(status="ok")
 
-    @get("/readyz", operation_id="getReadiness", summary="Dependencies reachable", cache=False)
+    @get(
+        "/readyz",
+        operation_id="getReadiness",
+        responses={
+            **success(Readiness, "readiness", "Ready or degraded: plans can be answered."),
+            503: ResponseSpec(
+                data_container=Readiness,
+                generate_examples=False,
+                description="No catalog loaded yet: not ready.",
+            ),
+        },
+        summary="Dependencies reachable",
+        cache=False,
+    )
     async def readyz(
         self, catalog: NamedDependency[CatalogService], plan_cache: NamedDependency[PlanCache]
     ) -> Response[Readiness]:

@@ -7,10 +7,11 @@ from typing import Annotated, Any, Literal, cast
 import msgspec
 from litestar import Controller, Request, Response, get, post
 from litestar.di import NamedDependency
-from litestar.params import JSONBody, PathParameter, QueryParameter
+from litestar.params import PathParameter, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_304_NOT_MODIFIED
 
 from service.api.headers import catalog_headers
+from service.api.openapi_docs import NOT_MODIFIED, PLAN_HEADERS, json_body, problems, success
 from service.api.render import plan_flat, plan_text
 from service.api.schemas.plans import (
     BudgetIn,
@@ -146,6 +147,12 @@ class PlansController(Controller):
     @post(
         "/plans",
         operation_id="createPlan",
+        responses={
+            **success(PlanOut, "plan", "The plan."),
+            **NOT_MODIFIED,
+            **problems(400, 404, 413, 422, 503),
+        },
+        response_headers=PLAN_HEADERS,
         summary="Solve the cheapest fleet for a request",
         status_code=HTTP_200_OK,
     )
@@ -153,7 +160,7 @@ class PlansController(Controller):
         self,
         planning: NamedDependency[PlanningService],
         request: Request[Any, Any, Any],
-        data: JSONBody[PlanRequestIn],
+        data: Annotated[PlanRequestIn, json_body("plan_request", "A two-shape mix under a budget")],
         format: FormatParam = None,
     ) -> Response[PlanOut]:
         """The cheapest GPU mix and card count for the workload under the SLO, with predicted
@@ -163,7 +170,15 @@ class PlansController(Controller):
         return await answer_plan(planning, request, data, format)
 
     @get(
-        "/plan", operation_id="getPlanByQuery", summary="Solve a plan from query parameters (curl)"
+        "/plan",
+        operation_id="getPlanByQuery",
+        responses={
+            **success(PlanOut, "plan", "The plan."),
+            **NOT_MODIFIED,
+            **problems(400, 404, 422, 503),
+        },
+        response_headers=PLAN_HEADERS,
+        summary="Solve a plan from query parameters (curl)",
     )
     async def plan_by_query(
         self,
@@ -235,7 +250,16 @@ class PlansController(Controller):
                 exc.field = _QUERY_FIELDS.get(exc.field, _QUERY_FIELDS.get(head, exc.field))
             raise
 
-    @get("/plans/{plan_id:str}", operation_id="getPlan", summary="A plan solved earlier, by id")
+    @get(
+        "/plans/{plan_id:str}",
+        operation_id="getPlan",
+        responses={
+            **success(PlanOut, "plan", "The stored plan."),
+            **NOT_MODIFIED,
+            **problems(400, 404, 422, 503),
+        },
+        summary="A plan solved earlier, by id",
+    )
     async def get_plan(
         self,
         planning: NamedDependency[PlanningService],

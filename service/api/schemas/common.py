@@ -42,3 +42,11 @@ Name = Annotated[str, Meta(min_length=1, max_length=128)]
 ShortText = Annotated[str, Meta(max_length=128)]
 LongText = Annotated[str, Meta(max_length=2000)]
 FiniteNonNegative = Annotated[float, Meta(ge=0, le=1e9)]
+
+# Output units, so the schema (and generated clients) say what each number means.
+UsdPerHour = Annotated[float, Meta(description="USD per hour.")]
+UsdPerMonth = Annotated[float, Meta(description="USD per month (730 hours).")]
+ReqPerS = Annotated[float, Meta(description="Requests per second.")]
+Millis = Annotated[float, Meta(description="Milliseconds.")]
+Gigabytes = Annotated[float, Meta(description="Gigabytes (10^9 bytes).")]
+Share = Annotated[float, Meta(description="Fraction between 0 and 1.")]

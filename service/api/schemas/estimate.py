@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from msgspec import Meta
 
-from service.api.schemas.common import WireIn, WireOut
+from service.api.schemas.common import Gigabytes, Millis, ReqPerS, WireIn, WireOut
 from service.api.schemas.models import ModelIn, resolve
 from service.api.schemas.plans import EngineWire, GpuName, KvPrecisionWire, PrecisionWire, Tokens
 from service.usecases.estimating import EstimateAnswer, EstimateQuery
@@ -61,18 +61,18 @@ class EstimateIn(WireIn, kw_only=True):
 class MemoryOut(WireOut, kw_only=True):
     """GB (10^9 bytes) on ONE card of the replica."""
 
-    weights_gb: float
+    weights_gb: Gigabytes
     kv_cache_gb: float
-    activations_gb: float
+    activations_gb: Gigabytes
     reserve_gb: float
-    capacity_gb: float
+    capacity_gb: Gigabytes
     per_card: bool
 
 
 class PercentilesOut(WireOut, kw_only=True):
-    p50: float | None
+    p50: Millis | None
     p90: float | None
-    p95: float | None
+    p95: Millis | None
     p99: float | None
 
 
@@ -91,11 +91,13 @@ class EstimateOut(WireOut, kw_only=True):
     tensor_parallel: int
     max_concurrency: int
     concurrency: int
-    ttft_ms: float | None
+    ttft_ms: Millis | None
     tpot_ms: float | None
-    e2e_ms: float | None
-    output_tokens_per_s: float
-    requests_per_s: float
+    e2e_ms: Millis | None
+    output_tokens_per_s: Annotated[
+        float, Meta(description="Output tokens per second, whole replica.")
+    ]
+    requests_per_s: ReqPerS
     bottleneck: Literal["compute", "memory_bandwidth", "interconnect", "kv_capacity"]
     memory: MemoryOut
     latency: LatencyOut | None

@@ -9,7 +9,15 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from service.api.schemas.common import WireIn, WireOut
+from service.api.schemas.common import (
+    Millis,
+    ReqPerS,
+    Share,
+    UsdPerHour,
+    UsdPerMonth,
+    WireIn,
+    WireOut,
+)
 from service.api.schemas.models import ModelIn, canonical_model, resolve
 from service.domain.catalog import CatalogSnapshot
 from service.domain.errors import InvalidInput
@@ -307,7 +315,7 @@ def _r(value: float, digits: int) -> float:
 
 class BucketLoadOut(WireOut, kw_only=True):
     bucket: str
-    qps: float
+    qps: ReqPerS
 
 
 class FleetLineOut(WireOut, kw_only=True):
@@ -320,12 +328,12 @@ class FleetLineOut(WireOut, kw_only=True):
     replicas: int
     instances: int
     cards: int
-    usd_per_hour: float
-    qps_capacity: float
+    usd_per_hour: UsdPerHour
+    qps_capacity: ReqPerS
     assigned_qps: float
-    ttft_ms: float
+    ttft_ms: Millis
     tpot_ms: float
-    utilization: float
+    utilization: Share
     buckets: list[BucketLoadOut]
 
     @classmethod
@@ -354,8 +362,8 @@ class AlternativeOut(WireOut, kw_only=True):
     """The cheapest fleet of one GPU type alone (lines as in the plan's fleet)."""
 
     gpu: str
-    usd_per_hour: float
-    usd_per_month: float
+    usd_per_hour: UsdPerHour
+    usd_per_month: UsdPerMonth
     total_cards: int
     fleet: list[FleetLineOut]
 
@@ -372,9 +380,9 @@ class AlternativeOut(WireOut, kw_only=True):
 
 class SavingsOut(WireOut, kw_only=True):
     versus_gpu: str
-    usd_per_hour: float
-    usd_per_month: float
-    percent: float
+    usd_per_hour: UsdPerHour
+    usd_per_month: UsdPerMonth
+    percent: Annotated[float, Meta(description="Percent of the single-type fleet's cost.")]
 
 
 class RejectionOut(WireOut, kw_only=True):
@@ -385,10 +393,10 @@ class RejectionOut(WireOut, kw_only=True):
 
 class BucketOut(WireOut, kw_only=True):
     bucket: str
-    share: float
+    share: Share
     prompt_tokens: int
     output_tokens: int
-    qps: float
+    qps: ReqPerS
 
 
 class PlanOut(WireOut, kw_only=True):
@@ -398,16 +406,21 @@ class PlanOut(WireOut, kw_only=True):
     status: Literal["optimal", "over_budget", "infeasible", "time_limit"]
     catalog_revision: int
     prices_as_of: datetime | None
-    usd_per_hour: float | None
-    usd_per_month: float | None
-    usd_per_million_output_tokens: float | None
+    usd_per_hour: UsdPerHour | None
+    usd_per_month: UsdPerMonth | None
+    usd_per_million_output_tokens: (
+        Annotated[
+            float, Meta(description="US dollars per million output tokens at the target load.")
+        ]
+        | None
+    )
     total_cards: int
-    qps_capacity: float
+    qps_capacity: ReqPerS
     fleet: list[FleetLineOut]
     alternatives: list[AlternativeOut]
     savings_vs_best_single_type: SavingsOut | None
     rejected: list[RejectionOut]
-    max_qps_within_budget: float | None
+    max_qps_within_budget: ReqPerS | None
     explanation: list[str]
     assumptions: list[str]
     buckets: list[BucketOut]
