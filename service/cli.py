@@ -235,5 +235,14 @@ def _fail(exc: BaseException) -> Any:
     sys.exit(1)
 
 
+def _register_planning() -> None:
+    from service.cli_planning import register
+
+    register(main, _settings)
+
+
+_register_planning()
+
+
 if __name__ == "__main__":
     main()

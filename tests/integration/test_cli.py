@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -136,3 +137,117 @@ def test_serve_answers_and_shuts_down_gracefully_on_sigterm(env: dict[str, str])
     logs = server.stderr.read() if server.stderr else ""
     assert '"msg":"gpuplan stopped"' in logs
     assert '"msg":"request"' in logs and '"route":"/v1/gpus/{gpu_id}"' in logs
+
+
+PLAN_ARGS = [
+    "plan",
+    "--model",
+    "llama-3.1-8b",
+    "--qps",
+    "12",
+    "--prompt-tokens",
+    "512",
+    "--output-tokens",
+    "128",
+    "--ttft-ms",
+    "2000",
+    "--tpot-ms",
+    "60",
+    "--gpus",
+    "l4,l40s,h100",
+]
+
+
+def test_plan_runs_locally_as_a_table_json_and_flat(env: dict[str, str]) -> None:
+    text = run(PLAN_ARGS, env).stdout
+    assert "FLEET" in text and "ALTERNATIVES" in text and "WHY" in text
+    as_json = json.loads(run([*PLAN_ARGS, "--json"], env).stdout)
+    assert as_json["status"] == "optimal" and as_json["fleet"]
+    flat = json.loads(run([*PLAN_ARGS, "--flat"], env).stdout)
+    assert flat["plan_id"] == as_json["plan_id"] and all(isinstance(v, str) for v in flat.values())
+
+
+def test_plan_from_a_request_file_matches_the_http_api(env: dict[str, str], tmp_path: Path) -> None:
+    from litestar.testing import TestClient
+
+    from service.app import create_app
+    from service.settings import load_settings
+
+    body = {
+        "model": "llama-3.1-8b",
+        "workload": {
+            "qps": 9,
+            "mix": [
+                {"share": 0.5, "prompt_tokens": 300, "output_tokens": 100},
+                {"share": 0.5, "prompt_tokens": 3000, "output_tokens": 200},
+            ],
+        },
+        "slo": {"tpot_ms": 70},
+        "constraints": {"gpus": ["l40s", "h100"]},
+    }
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(body))
+    local = json.loads(run(["plan", "--request", str(path), "--json"], env).stdout)
+    with TestClient(create_app(load_settings(env))) as client:
+        served = client.post("/v1/plans", json=body).json()
+    assert local["plan_id"] == served["plan_id"]
+    assert local["fleet"] == served["fleet"]
+
+
+def test_plan_and_estimate_errors_are_one_line(env: dict[str, str]) -> None:
+    bad = run(
+        [
+            "plan",
+            "--model",
+            "llama-9",
+            "--qps",
+            "1",
+            "--prompt-tokens",
+            "1",
+            "--output-tokens",
+            "1",
+        ],
+        env,
+        check=False,
+    )
+    assert (
+        bad.returncode == 2
+        and "unknown model 'llama-9'" in bad.stderr
+        and "Traceback" not in bad.stderr
+    )
+    negative = run(
+        [
+            "plan",
+            "--model",
+            "llama-3.1-8b",
+            "--qps",
+            "-1",
+            "--prompt-tokens",
+            "1",
+            "--output-tokens",
+            "1",
+        ],
+        env,
+        check=False,
+    )
+    assert negative.returncode == 2 and "qps" in negative.stderr
+
+
+def test_estimate_runs_locally(env: dict[str, str]) -> None:
+    args = [
+        "estimate",
+        "--model",
+        "llama-2-70b",
+        "--gpu",
+        "a100",
+        "--prompt-tokens",
+        "1024",
+        "--output-tokens",
+        "256",
+    ]
+    text = run(args, env).stdout
+    assert "a100-sxm-80gb x 2" in text and "fits" in text
+    as_json = json.loads(run([*args, "--json"], env).stdout)
+    assert as_json["tensor_parallel"] == 2 and as_json["fits"] is True
+    one = json.loads(run([*args, "--tp", "1", "--json"], env).stdout)
+    assert one["fits"] is False and "GB" in one["reason"]
