@@ -12,18 +12,20 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
-from litestar import Litestar, Response, Router, get
+from litestar import Litestar, Request, Response, Router, get
 from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
+from litestar.middleware.rate_limit import RateLimitConfig
 from litestar.openapi.config import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service import __version__
-from service.api.auth import AdminKeys
+from service.api.auth import AdminKeys, admin_guard
 from service.api.controllers.catalog import CatalogController, PriceIngestController
 from service.api.controllers.estimate import EstimateController, ModelsController
 from service.api.controllers.health import HealthController
@@ -200,6 +202,7 @@ def create_app(
             await cache.close()
             await engine.dispose()
 
+    rate_limit = write_rate_limit(settings.write_rate_limit_per_minute)
     ingest_router = Router(
         path="/",
         route_handlers=[PriceIngestController],
@@ -224,6 +227,7 @@ def create_app(
             "estimating": Provide(provide_estimating, sync_to_thread=False),
         },
         exception_handlers=EXCEPTION_HANDLERS,
+        middleware=[rate_limit.middleware] if rate_limit is not None else [],
         request_max_body_size=settings.max_body_bytes,
         cors_config=CORSConfig(allow_origins=list(settings.cors_origins))
         if settings.cors_origins
@@ -246,6 +250,21 @@ def app_from_environment() -> Litestar:
     settings = load_settings()
     configure_logging(settings.log_level, settings.log_format)
     return create_app(settings)
+
+
+def _is_admin_write(request: Request[Any, Any, Any]) -> bool:
+    return admin_guard in (request.route_handler.guards or ())
+
+
+def write_rate_limit(per_minute: int) -> RateLimitConfig | None:
+    """Admin writes per client address per minute (per process); reads are never throttled.
+    Over the limit: 429 with Retry-After. Behind a proxy, uvicorn's proxy headers supply the
+    client address (``--forwarded-allow-ips``)."""
+    if per_minute <= 0:
+        return None
+    return RateLimitConfig(
+        rate_limit=("minute", per_minute), check_throttle_handler=_is_admin_write
+    )
 
 
 def openapi_config() -> OpenAPIConfig:

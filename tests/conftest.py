@@ -102,5 +102,14 @@ async def client(settings: Settings, redis_prefix: str) -> AsyncIterator[AsyncTe
         yield test_client
 
 
+@pytest.fixture
+def live_url(settings: Settings, redis_prefix: str) -> Iterator[str]:
+    """The app on a real uvicorn server (for truly concurrent requests), either backend."""
+    from tests.support.server import live_server
+
+    with live_server(create_app(settings, cache_prefix=redis_prefix)) as url:
+        yield url
+
+
 def admin() -> dict[str, str]:
     return {"Authorization": f"Bearer {ADMIN_KEY}"}

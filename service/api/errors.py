@@ -204,6 +204,9 @@ def handle_http(request: Request[Any, Any, Any], exc: HTTPException) -> Response
     detail = str(exc.detail) if exc.detail else title
     if status == 413:
         detail = "the request body is larger than this endpoint accepts"
+    if status == 429:
+        detail = "too many writes from this client; retry after Retry-After seconds"
+        headers.setdefault("Retry-After", headers.get("RateLimit-Reset", "60"))
     extra: dict[str, Any] = {}
     if isinstance(exc.extra, dict):
         extra.update({k: v for k, v in exc.extra.items() if k in {"field", "limit"}})

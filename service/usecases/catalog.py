@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import TypeVar
 
 from service.domain.catalog import (
     CatalogSnapshot,
@@ -22,9 +23,10 @@ from service.store.repositories import (
     PutGpuResult,
 )
 from service.usecases.catalog_state import CatalogState
-from service.usecases.errors import with_database
+from service.usecases.errors import ServiceUnavailable, with_database
 
 MAX_INGEST_ROWS = 10_000
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +93,11 @@ class CatalogService:
         return self._repo.backend
 
     async def ping(self) -> None:
-        await self._repo.ping()
+        try:
+            await self._repo.ping()
+        except Exception as exc:
+            self._state.report_failure(exc)
+            raise
 
     async def list_gpus(self, flt: GpuFilter) -> GpuList:
         view = await self._state.current()
@@ -107,18 +113,14 @@ class CatalogService:
         )
 
     async def put_gpu(self, gpu: GpuSpec) -> PutGpuResult:
-        result = await with_database(
-            self._repo.put_gpu(gpu, self._clock()), self._timeout, "replacing a GPU"
-        )
+        result = await self._db(self._repo.put_gpu(gpu, self._clock()), "replacing a GPU")
         self._state.advance(result.revision)
         return result
 
     async def price_history(self, name: str, query: PriceQuery) -> tuple[str, PricePage]:
         view = await self._state.current()
         gpu = view.snapshot.resolve_gpu(name, field_name="id")
-        page = await with_database(
-            self._repo.price_history(gpu.id, query), self._timeout, "reading price history"
-        )
+        page = await self._db(self._repo.price_history(gpu.id, query), "reading price history")
         return gpu.id, page
 
     async def ingest(self, points: Sequence[PricePoint]) -> IngestResult:
@@ -128,16 +130,25 @@ class CatalogService:
         resolved = [
             replace(p, gpu_id=index.get(normalize_name(p.gpu_id), p.gpu_id)) for p in points
         ]
-        result = await with_database(
+        result = await self._db(
             self._repo.ingest_prices(resolved, self._clock()),
-            max(self._timeout, 30.0),
             "ingesting prices",
+            timeout_s=max(self._timeout, 30.0),
         )
         self._state.advance(result.revision)
         return result
 
     async def summary(self) -> CatalogSummary:
-        return await with_database(self._repo.summary(), self._timeout, "reading the catalog")
+        return await self._db(self._repo.summary(), "reading the catalog")
+
+    async def _db(self, call: Awaitable[T], what: str, *, timeout_s: float | None = None) -> T:
+        """A repository call under the timeout; an outage is reported to the catalog state
+        (answers turn stale at once) and becomes ``ServiceUnavailable``."""
+        try:
+            return await with_database(call, timeout_s or self._timeout, what)
+        except ServiceUnavailable as exc:
+            self._state.report_failure(exc)
+            raise
 
 
 def _listing(snapshot: CatalogSnapshot, gpu: GpuSpec) -> GpuListing:

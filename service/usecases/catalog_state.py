@@ -127,6 +127,11 @@ class CatalogState:
             self._as_of.popitem(last=False)
         return SnapshotView(snapshot, stale=False)
 
+    def report_failure(self, exc: BaseException) -> None:
+        """Any caller that saw the database fail reports it, so answers are marked stale at
+        once rather than at the next poll (the poll marks it reachable again)."""
+        self._mark_down(exc)
+
     def advance(self, revision: int) -> None:
         """Record that the catalog reached ``revision`` (called right after a committed write)."""
         self._known_revision = max(self._known_revision, revision)
