@@ -21,6 +21,9 @@ locals {
     budget_usd_per_hour = var.budget_usd_per_hour == null ? "" : tostring(var.budget_usd_per_hour)
     gpus                = join(",", var.gpus)
     pricing             = var.pricing == null ? "" : var.pricing
+    headroom            = var.headroom == null ? "" : tostring(var.headroom)
+    min_replicas        = var.min_replicas == null ? "" : tostring(var.min_replicas)
+    allow_mix           = var.allow_mix == null ? "" : tostring(var.allow_mix)
   }
 }
 

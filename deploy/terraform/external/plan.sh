@@ -4,7 +4,8 @@
 #
 #   query: gpuplan_url, timeout_s, and the GET /v1/plan parameters (model, qps, prompt_tokens,
 #          output_tokens, ttft_ms, tpot_ms, percentile, budget_usd_per_hour, gpus, pricing,
-#          precision); empty values are left out so gpuplan's defaults apply.
+#          precision, headroom, min_replicas, allow_mix); empty values are left out so
+#          gpuplan's defaults apply.
 #
 # On failure it exits non-zero with one line on stderr, which Terraform shows.
 # Needs python3 (URL encoding, since the query values are free text) and curl.

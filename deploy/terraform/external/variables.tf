@@ -68,6 +68,24 @@ variable "pricing" {
   default     = null
 }
 
+variable "headroom" {
+  description = "Extra capacity to plan for, e.g. 0.2 for 20 %. null: gpuplan's default (0)."
+  type        = number
+  default     = null
+}
+
+variable "min_replicas" {
+  description = "Fewest model replicas in the fleet (redundancy). null: gpuplan's default (1)."
+  type        = number
+  default     = null
+}
+
+variable "allow_mix" {
+  description = "false restricts the fleet to one GPU type. null: gpuplan's default (true)."
+  type        = bool
+  default     = null
+}
+
 variable "timeout_s" {
   description = "Timeout of the GET /v1/plan request, in seconds."
   type        = number
