@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -17,6 +17,7 @@ from service.api.render import plan_flat, plan_text
 from service.api.schemas.estimate import EstimateIn, EstimateOut
 from service.api.schemas.plans import PlanOut, PlanRequestIn, to_domain
 from service.domain.errors import DomainError
+from service.domain.perfmodel import ENGINES, KV_PRECISIONS, PRECISIONS
 from service.domain.planner import plan as solve_plan
 from service.settings import Settings
 from service.usecases.catalog_io import open_repository
@@ -24,6 +25,7 @@ from service.usecases.estimating import EstimatingService
 from service.usecases.planning import plan_id_for
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 _encoder = msgspec.json.Encoder()
 
 
@@ -96,6 +98,26 @@ async def _plan(settings: Settings, body: PlanRequestIn) -> PlanOut:
     )
 
 
+def serving_options(command: F) -> F:
+    """``--precision``, ``--kv-cache-precision`` and ``--engine``, as the API spells them."""
+    for option in reversed(
+        (
+            click.option(
+                "--precision", default="bf16", show_default=True, type=click.Choice(PRECISIONS)
+            ),
+            click.option(
+                "--kv-cache-precision",
+                default="bf16",
+                show_default=True,
+                type=click.Choice(KV_PRECISIONS),
+            ),
+            click.option("--engine", default="vllm", show_default=True, type=click.Choice(ENGINES)),
+        )
+    ):
+        command = option(command)
+    return command
+
+
 def register(main: click.Group, settings_loader: Any) -> None:
     """Add ``plan`` and ``estimate`` to the ``gpuplan`` command group."""
 
@@ -135,24 +157,7 @@ def register(main: click.Group, settings_loader: Any) -> None:
     @click.option(
         "--max-cards", multiple=True, metavar="GPU=CARDS", help="Availability cap (repeat)."
     )
-    @click.option(
-        "--precision",
-        default="bf16",
-        show_default=True,
-        type=click.Choice(["bf16", "fp16", "fp8", "int8", "int4", "fp4"]),
-    )
-    @click.option(
-        "--kv-cache-precision",
-        default="bf16",
-        show_default=True,
-        type=click.Choice(["bf16", "fp16", "fp8"]),
-    )
-    @click.option(
-        "--engine",
-        default="vllm",
-        show_default=True,
-        type=click.Choice(["vllm", "trtllm", "sglang", "tgi"]),
-    )
+    @serving_options
     @click.option("--headroom", type=float, default=0.0, show_default=True)
     @click.option("--min-replicas", type=int, default=1, show_default=True)
     @click.option("--single-type", is_flag=True, help="Use one GPU type only (allow_mix=false).")
@@ -244,24 +249,7 @@ def register(main: click.Group, settings_loader: Any) -> None:
         type=int,
         help="Cards per replica (default: smallest that fits).",
     )
-    @click.option(
-        "--precision",
-        default="bf16",
-        show_default=True,
-        type=click.Choice(["bf16", "fp16", "fp8", "int8", "int4", "fp4"]),
-    )
-    @click.option(
-        "--kv-cache-precision",
-        default="bf16",
-        show_default=True,
-        type=click.Choice(["bf16", "fp16", "fp8"]),
-    )
-    @click.option(
-        "--engine",
-        default="vllm",
-        show_default=True,
-        type=click.Choice(["vllm", "trtllm", "sglang", "tgi"]),
-    )
+    @serving_options
     @click.option("--concurrency", type=int, help="Fixed running batch.")
     @click.option("--qps", type=float, help="Arrival rate at the replica (adds percentiles).")
     @click.option("--allow-pcie-tensor-parallel", is_flag=True)
