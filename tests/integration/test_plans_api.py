@@ -258,6 +258,23 @@ async def test_bad_requests_name_the_field(
     assert "Traceback" not in response.text
 
 
+async def test_list_and_body_limits(client: Client) -> None:
+    too_many_gpus = {**BODY, "constraints": {"gpus": [f"g{i}" for i in range(65)]}}
+    response = await post_plan(client, too_many_gpus)
+    assert response.status_code == 422 and response.json()["field"] == "constraints.gpus"
+    too_many_tp = {**BODY, "constraints": {"tensor_parallel": [3]}}
+    response = await post_plan(client, too_many_tp)
+    assert response.status_code == 422 and response.json()["field"].startswith(
+        "constraints.tensor_parallel"
+    )
+    huge = b'{"model": "' + b"x" * (300 * 1024) + b'"}'
+    response = await client.post(
+        "/v1/plans", content=huge, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 413
+    assert response.headers["content-type"].startswith("application/problem+json")
+
+
 async def test_nan_and_infinity_are_rejected(client: Client) -> None:
     for literal in (b"NaN", b"Infinity", b"1e999"):
         raw = (

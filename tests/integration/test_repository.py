@@ -71,3 +71,14 @@ async def test_duplicate_rows_inside_one_batch_count_once(engine: AsyncEngine) -
     repo = CatalogRepository(engine)
     result = await repo.ingest_prices([point(3, 1.0), point(3, 1.0)], datetime.now(UTC))
     assert (result.inserted, result.already_present) == (1, 1)
+
+
+async def test_long_ingests_report_progress(engine: AsyncEngine) -> None:
+    repo = CatalogRepository(engine)
+    points = [point(i % 28, 1.0 + i / 10_000, provider=f"p{i // 28}") for i in range(2_500)]
+    seen: list[tuple[int, int]] = []
+    result = await repo.ingest_prices(
+        points, datetime.now(UTC), lambda done, total: seen.append((done, total))
+    )
+    assert result.inserted == 2_500
+    assert seen == [(1000, 2500), (2000, 2500), (2500, 2500)]
