@@ -31,7 +31,7 @@ from service.api.controllers.estimate import EstimateController, ModelsControlle
 from service.api.controllers.health import HealthController
 from service.api.controllers.plans import PlansController
 from service.api.errors import EXCEPTION_HANDLERS
-from service.api.openapi_docs import ClosedStructSchemaPlugin
+from service.api.openapi_docs import ExactStructSchemaPlugin
 from service.cache.base import PlanCache
 from service.cache.memory import MemoryPlanCache
 from service.cache.redis import RedisPlanCache
@@ -234,7 +234,7 @@ def create_app(
         else None,
         openapi_config=openapi_config(),
         state=State({"admin_keys": AdminKeys(settings.admin_keys)}),
-        plugins=[ClosedStructSchemaPlugin()],
+        plugins=[ExactStructSchemaPlugin()],
         logging_config=None,  # the CLI configures logging once, for gpuplan and uvicorn alike
         debug=False,
     )

@@ -10,12 +10,13 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+import msgspec
 from litestar._openapi.schema_generation import SchemaCreator
 from litestar._openapi.schema_generation.plugins.struct import StructSchemaPlugin
 from litestar.datastructures import ResponseHeader
 from litestar.enums import RequestEncodingType
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.openapi.spec import Example, Schema
+from litestar.openapi.spec import Example, Operation, Schema
 from litestar.openapi.spec.base import BaseSchemaObject
 from litestar.params import Body
 from litestar.typing import FieldDefinition
@@ -151,17 +152,74 @@ PLAN_HEADERS = [
 ]
 
 
-class ClosedStructSchemaPlugin(StructSchemaPlugin):
-    """Litestar's msgspec schema, plus ``additionalProperties: false`` for request structs that
-    refuse unknown fields (``forbid_unknown_fields``), so generated clients and fuzzers know an
-    extra field is an error. (Subclasses a private Litestar class; the OpenAPI tests pin the
-    result.)"""
+@cache
+def _msgspec_component(struct: type) -> dict[str, Any]:
+    """msgspec's own JSON Schema for ``struct`` (references point at components)."""
+    _, components = msgspec.json.schema_components(
+        [struct], ref_template="#/components/schemas/{name}"
+    )
+    return dict(components[struct.__name__])
+
+
+class ExactStructSchemaPlugin(StructSchemaPlugin):
+    """Component schemas for msgspec Structs that say exactly what msgspec enforces.
+
+    Litestar's own conversion drops bounds whose value is falsy (``gt=0``, ``ge=0``) and every
+    constraint on list items, dict keys and values and union members, so a schema-valid
+    request could be refused. Litestar still registers the components (and their nested
+    structs); their properties and required lists are replaced by msgspec's JSON Schema, which
+    is the validator's own description. Request structs that refuse unknown fields also get
+    ``additionalProperties: false``. (Subclasses a private Litestar class; the OpenAPI tests
+    and the schema fuzz test pin the result.)"""
 
     def to_openapi_schema(
         self, field_definition: FieldDefinition, schema_creator: SchemaCreator
     ) -> Schema:
         schema = super().to_openapi_schema(field_definition, schema_creator)
-        config = getattr(field_definition.type_, "__struct_config__", None)
+        struct = field_definition.type_
+        exact = _msgspec_component(struct)
+        schema.properties = {
+            name: Verbatim(prop)  # type: ignore[misc]
+            for name, prop in exact.get("properties", {}).items()
+        }
+        schema.required = exact.get("required") or None
+        config = getattr(struct, "__struct_config__", None)
         if config is not None and config.forbid_unknown_fields:
             schema.additional_properties = False
         return schema
+
+
+FLAT_MEDIA_TYPE = "application/vnd.gpuplan.flat+json"
+
+
+class PlanOperation(Operation):
+    """A plan operation's 200 answer in its three renderings (``?format=`` or ``Accept``)."""
+
+    def to_schema(self) -> dict[str, Any]:
+        schema = super().to_schema()
+        ok = schema.get("responses", {}).get("200")
+        if ok is not None:
+            content = ok.setdefault("content", {})
+            content["text/plain"] = {
+                "schema": {
+                    "type": "string",
+                    "description": "The plan as an aligned table for a terminal "
+                    "(?format=text or Accept: text/plain).",
+                }
+            }
+            content[FLAT_MEDIA_TYPE] = {
+                "schema": {
+                    "type": "object",
+                    "additionalProperties": {"type": "string"},
+                    "description": "Every value a string (?format=flat), for Terraform's "
+                    "external data source: plan totals plus <field>_<i> for fleet line i.",
+                },
+                "example": example("plan_flat").value,
+            }
+        return schema
+
+
+# Litestar leaves falsy bounds (gt=0, ge=0) out of parameter schemas; ``schema_extra`` puts them
+# back (it is applied as given).
+POSITIVE: dict[str, Any] = {"exclusive_minimum": 0}
+NON_NEGATIVE: dict[str, Any] = {"minimum": 0}

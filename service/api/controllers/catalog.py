@@ -12,7 +12,7 @@ from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
 from service.api.auth import admin_guard
 from service.api.headers import catalog_headers
-from service.api.openapi_docs import json_body, problems, success
+from service.api.openapi_docs import NON_NEGATIVE, json_body, problems, success
 from service.api.schemas.catalog import (
     CatalogOut,
     GpuListOut,
@@ -55,7 +55,12 @@ class CatalogController(Controller):
         ] = None,
         min_memory_gb: Annotated[
             float | None,
-            QueryParameter(ge=0, le=100_000, description="Memory per card at least this many GB."),
+            QueryParameter(
+                ge=0,
+                schema_extra=NON_NEGATIVE,
+                le=100_000,
+                description="Memory per card at least this many GB.",
+            ),
         ] = None,
         has_nvlink: Annotated[
             bool | None,
@@ -108,7 +113,8 @@ class CatalogController(Controller):
         "/gpus/{gpu_id:str}",
         operation_id="putGpu",
         responses={
-            **success(GpuWriteOut, "gpu_write", "Replaced (201 when created)."),
+            **success(GpuWriteOut, "gpu_write", "Replaced."),
+            **success(GpuWriteOut, "gpu_write", "Created.", status=201),
             **problems(400, 401, 403, 409, 413, 422, 429, 503),
         },
         summary="Create or replace a GPU spec (admin)",

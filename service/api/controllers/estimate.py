@@ -10,7 +10,7 @@ from litestar.params import PathParameter, QueryParameter
 from litestar.status_codes import HTTP_200_OK
 
 from service.api.headers import catalog_headers
-from service.api.openapi_docs import json_body, problems, success
+from service.api.openapi_docs import POSITIVE, json_body, problems, success
 from service.api.schemas.estimate import EstimateIn, EstimateOut
 from service.api.schemas.models import ModelListOut, ModelOut
 from service.api.schemas.plans import EngineWire, KvPrecisionWire, PrecisionWire
@@ -73,7 +73,9 @@ class EstimateController(Controller):
         kv_cache_precision: Annotated[KvPrecisionWire, QueryParameter()] = "bf16",
         engine: Annotated[EngineWire, QueryParameter()] = "vllm",
         concurrency: Annotated[int | None, QueryParameter(ge=1, le=100_000)] = None,
-        qps: Annotated[float | None, QueryParameter(gt=0, le=1_000_000)] = None,
+        qps: Annotated[
+            float | None, QueryParameter(gt=0, schema_extra=POSITIVE, le=1_000_000)
+        ] = None,
         allow_pcie_tensor_parallel: Annotated[bool, QueryParameter()] = False,
     ) -> Response[EstimateOut]:
         """Same answer as POST /v1/estimate, for a preset model."""

@@ -11,7 +11,17 @@ from litestar.params import PathParameter, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_304_NOT_MODIFIED
 
 from service.api.headers import catalog_headers
-from service.api.openapi_docs import NOT_MODIFIED, PLAN_HEADERS, json_body, problems, success
+from service.api.openapi_docs import (
+    FLAT_MEDIA_TYPE,
+    NON_NEGATIVE,
+    NOT_MODIFIED,
+    PLAN_HEADERS,
+    POSITIVE,
+    PlanOperation,
+    json_body,
+    problems,
+    success,
+)
 from service.api.render import plan_flat, plan_text
 from service.api.schemas.plans import (
     BudgetIn,
@@ -90,14 +100,14 @@ def _respond(body: bytes, fmt: Format, headers: dict[str, str], stale: bool) -> 
             Response[PlanOut],
             Response(
                 content=plan_text(plan, stale=stale).encode(),
-                media_type="text/plain; charset=utf-8",
+                media_type="text/plain",
                 headers=headers,
             ),
         )
     return cast(
         Response[PlanOut],
         Response(
-            content=_encoder.encode(plan_flat(plan)), media_type="application/json", headers=headers
+            content=_encoder.encode(plan_flat(plan)), media_type=FLAT_MEDIA_TYPE, headers=headers
         ),
     )
 
@@ -147,6 +157,7 @@ class PlansController(Controller):
     @post(
         "/plans",
         operation_id="createPlan",
+        operation_class=PlanOperation,
         responses={
             **success(PlanOut, "plan", "The plan."),
             **NOT_MODIFIED,
@@ -172,6 +183,7 @@ class PlansController(Controller):
     @get(
         "/plan",
         operation_id="getPlanByQuery",
+        operation_class=PlanOperation,
         responses={
             **success(PlanOut, "plan", "The plan."),
             **NOT_MODIFIED,
@@ -187,14 +199,27 @@ class PlansController(Controller):
         model: Annotated[
             str, QueryParameter(min_length=1, max_length=200, description="Preset id or alias.")
         ],
-        qps: Annotated[float, QueryParameter(gt=0, le=1_000_000, description="Total requests/s.")],
+        qps: Annotated[
+            float,
+            QueryParameter(
+                gt=0, schema_extra=POSITIVE, le=1_000_000, description="Total requests/s."
+            ),
+        ],
         prompt_tokens: Annotated[int, QueryParameter(ge=1, le=2_000_000)],
         output_tokens: Annotated[int, QueryParameter(ge=1, le=2_000_000)],
-        ttft_ms: Annotated[float | None, QueryParameter(gt=0, le=3_600_000)] = None,
-        tpot_ms: Annotated[float | None, QueryParameter(gt=0, le=3_600_000)] = None,
-        e2e_ms: Annotated[float | None, QueryParameter(gt=0, le=3_600_000)] = None,
+        ttft_ms: Annotated[
+            float | None, QueryParameter(gt=0, schema_extra=POSITIVE, le=3_600_000)
+        ] = None,
+        tpot_ms: Annotated[
+            float | None, QueryParameter(gt=0, schema_extra=POSITIVE, le=3_600_000)
+        ] = None,
+        e2e_ms: Annotated[
+            float | None, QueryParameter(gt=0, schema_extra=POSITIVE, le=3_600_000)
+        ] = None,
         percentile: Annotated[float, QueryParameter(ge=50, le=99.9)] = 95.0,
-        budget_usd_per_hour: Annotated[float | None, QueryParameter(gt=0, le=100_000_000)] = None,
+        budget_usd_per_hour: Annotated[
+            float | None, QueryParameter(gt=0, schema_extra=POSITIVE, le=100_000_000)
+        ] = None,
         gpus: Annotated[
             str | None,
             QueryParameter(max_length=2000, description="Comma-separated ids or aliases."),
@@ -209,8 +234,10 @@ class PlansController(Controller):
         precision: Annotated[PrecisionWire, QueryParameter()] = "bf16",
         kv_cache_precision: Annotated[KvPrecisionWire, QueryParameter()] = "bf16",
         engine: Annotated[EngineWire, QueryParameter()] = "vllm",
-        headroom: Annotated[float, QueryParameter(ge=0, le=10)] = 0.0,
-        min_replicas: Annotated[int, QueryParameter(ge=0, le=100_000)] = 1,
+        headroom: Annotated[float, QueryParameter(ge=0, schema_extra=NON_NEGATIVE, le=10)] = 0.0,
+        min_replicas: Annotated[
+            int, QueryParameter(ge=0, schema_extra=NON_NEGATIVE, le=100_000)
+        ] = 1,
         allow_mix: Annotated[bool, QueryParameter()] = True,
         format: FormatParam = None,
     ) -> Response[PlanOut]:
@@ -253,6 +280,7 @@ class PlansController(Controller):
     @get(
         "/plans/{plan_id:str}",
         operation_id="getPlan",
+        operation_class=PlanOperation,
         responses={
             **success(PlanOut, "plan", "The stored plan."),
             **NOT_MODIFIED,
