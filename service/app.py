@@ -12,26 +12,25 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
-from litestar import Litestar, Request, Response, Router, get
+from litestar import Litestar, Response, Router, get
 from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
-from litestar.middleware.rate_limit import RateLimitConfig
 from litestar.openapi.config import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service import __version__
-from service.api.auth import AdminKeys, admin_guard
+from service.api.auth import AdminKeys
 from service.api.controllers.catalog import CatalogController, PriceIngestController
 from service.api.controllers.estimate import EstimateController, ModelsController
 from service.api.controllers.health import HealthController
 from service.api.controllers.plans import PlansController
 from service.api.errors import EXCEPTION_HANDLERS
 from service.api.openapi_docs import ExactStructSchemaPlugin
+from service.api.ratelimit import WindowLimiter
 from service.cache.base import PlanCache
 from service.cache.memory import MemoryPlanCache
 from service.cache.redis import RedisPlanCache
@@ -106,7 +105,9 @@ def provide_estimating(state: State) -> EstimatingService:
     include_in_schema=True,
 )
 async def metrics_endpoint(
-    metrics: NamedDependency[Metrics], catalog: NamedDependency[CatalogService]
+    metrics: NamedDependency[Metrics],
+    catalog: NamedDependency[CatalogService],
+    planning: NamedDependency[PlanningService],
 ) -> Response[bytes]:
     """Request counts and latency by route and status, solve durations, cache outcomes,
     catalog revision and staleness, solver queue depth (Prometheus text format)."""
@@ -114,6 +115,10 @@ async def metrics_endpoint(
     if state.loaded_revision is not None:
         metrics.catalog_revision.set(state.loaded_revision)
     metrics.catalog_stale.set(0 if state.database_ok else 1)
+    local = planning.local_cache
+    if isinstance(local, MemoryPlanCache):
+        metrics.plan_cache_entries.set(len(local))
+        metrics.plan_cache_bytes.set(local.size_bytes)
     return Response(metrics.render(), media_type=CONTENT_TYPE)
 
 
@@ -170,6 +175,7 @@ def create_app(
                 metrics,
                 ttl_s=settings.plan_cache_ttl_s,
                 time_limit_s=settings.solve_time_limit_s,
+                local=_local_tier(settings, cache),
             )
             app.state.services = Services(
                 settings=settings,
@@ -202,7 +208,6 @@ def create_app(
             await cache.close()
             await engine.dispose()
 
-    rate_limit = write_rate_limit(settings.write_rate_limit_per_minute)
     ingest_router = Router(
         path="/",
         route_handlers=[PriceIngestController],
@@ -227,13 +232,21 @@ def create_app(
             "estimating": Provide(provide_estimating, sync_to_thread=False),
         },
         exception_handlers=EXCEPTION_HANDLERS,
-        middleware=[rate_limit.middleware] if rate_limit is not None else [],
         request_max_body_size=settings.max_body_bytes,
         cors_config=CORSConfig(allow_origins=list(settings.cors_origins))
         if settings.cors_origins
         else None,
         openapi_config=openapi_config(),
-        state=State({"admin_keys": AdminKeys(settings.admin_keys)}),
+        state=State(
+            {
+                "admin_keys": AdminKeys(settings.admin_keys),
+                "write_limiter": (
+                    WindowLimiter(settings.write_rate_limit_per_minute)
+                    if settings.write_rate_limit_per_minute > 0
+                    else None
+                ),
+            }
+        ),
         plugins=[ExactStructSchemaPlugin()],
         logging_config=None,  # the CLI configures logging once, for gpuplan and uvicorn alike
         debug=False,
@@ -250,21 +263,6 @@ def app_from_environment() -> Litestar:
     settings = load_settings()
     configure_logging(settings.log_level, settings.log_format)
     return create_app(settings)
-
-
-def _is_admin_write(request: Request[Any, Any, Any]) -> bool:
-    return admin_guard in (request.route_handler.guards or ())
-
-
-def write_rate_limit(per_minute: int) -> RateLimitConfig | None:
-    """Admin writes per client address per minute (per process); reads are never throttled.
-    Over the limit: 429 with Retry-After. Behind a proxy, uvicorn's proxy headers supply the
-    client address (``--forwarded-allow-ips``)."""
-    if per_minute <= 0:
-        return None
-    return RateLimitConfig(
-        rate_limit=("minute", per_minute), check_throttle_handler=_is_admin_write
-    )
 
 
 def openapi_config() -> OpenAPIConfig:
@@ -287,6 +285,15 @@ def openapi_config() -> OpenAPIConfig:
             }
         ),
         use_handler_docstrings=True,
+    )
+
+
+def _local_tier(settings: Settings, cache: PlanCache) -> PlanCache | None:
+    """An in-process LRU in front of a shared cache (none when the cache is already local)."""
+    if cache.backend == "memory":
+        return None
+    return MemoryPlanCache(
+        max_entries=min(settings.plan_cache_max_entries, 1024), max_bytes=32 * 1024 * 1024
     )
 
 

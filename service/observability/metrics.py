@@ -58,6 +58,17 @@ class Metrics:
             "Plan solves running in solver workers.",
             registry=self.registry,
         )
+        self.plan_cache_entries = Gauge(
+            "gpuplan_plan_cache_entries",
+            "Plans held in this process's cache (the in-process cache, or the local tier in "
+            "front of Redis).",
+            registry=self.registry,
+        )
+        self.plan_cache_bytes = Gauge(
+            "gpuplan_plan_cache_bytes",
+            "Bytes of plan bodies held in this process's cache.",
+            registry=self.registry,
+        )
         for outcome in ("hit", "miss", "bypass"):
             self.cache.labels(outcome)
 

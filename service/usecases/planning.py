@@ -8,6 +8,10 @@
 - **Off the event loop.** Solves run in worker threads under a cap (``SolverPool``); when the
   queue is full the answer is 503 with Retry-After instead of an ever-growing backlog. Every
   solve has a MILP time limit and an overall deadline.
+- **Two tiers.** With Redis, a small in-process LRU sits in front of it: plan bodies never
+  change for a plan id (the id includes the catalog revision), so a local copy is always
+  right, and a hit costs no network round trip. Local copies live at most
+  ``LOCAL_TTL_S`` (or the cache TTL when shorter).
 - **Cache trouble is not an outage.** A failing or slow cache (``CacheUnavailable``) makes the
   request a ``bypass``: solved and answered anyway. After a failure the cache is skipped for a
   short cool-down (a circuit breaker) so a dead Redis costs no per-request timeout; it is tried
@@ -38,6 +42,7 @@ from service.usecases.errors import ServiceUnavailable
 log = logging.getLogger("gpuplan.planning")
 
 SCHEMA_VERSION = 1
+LOCAL_TTL_S = 300
 CacheOutcome = Literal["hit", "miss", "bypass"]
 Render = Callable[[Plan, str, int], bytes]
 T = TypeVar("T")
@@ -163,15 +168,27 @@ class PlanningService:
         *,
         ttl_s: int,
         time_limit_s: float,
+        local: PlanCache | None = None,
     ) -> None:
         self._state = state
         self._cache = GuardedCache(cache)
+        self._local = local
+        self._local_ttl = min(ttl_s, LOCAL_TTL_S)
         self._pool = pool
         self._metrics = metrics
         self._ttl = ttl_s
         self.time_limit_s = time_limit_s
         self._deadline_s = time_limit_s * 4 + 10.0
         self._flights: dict[str, asyncio.Task[bytes]] = {}
+
+    @property
+    def local_cache(self) -> PlanCache | None:
+        """The plan cache held in this process: the local tier, or the cache itself when it
+        is in-process."""
+        if self._local is not None:
+            return self._local
+        inner = self._cache.inner
+        return inner if inner.backend == "memory" else None
 
     async def snapshot(self, as_of: datetime | None) -> SnapshotView:
         return await (self._state.as_of(as_of) if as_of is not None else self._state.current())
@@ -190,14 +207,12 @@ class PlanningService:
         plan_id = plan_id_for(canonical, revision)
         key = cache_key(plan_id)
         outcome: CacheOutcome = "miss"
-        try:
-            cached = await self._cache.get(key)
-        except CacheUnavailable:
+        cached = await self._get(key)
+        if cached is None:
             outcome = "bypass"
-        else:
-            if cached is not None:
-                self._metrics.cache.labels("hit").inc()
-                return PlanAnswer(cached, plan_id, "hit", view.stale)
+        elif cached:
+            self._metrics.cache.labels("hit").inc()
+            return PlanAnswer(cached, plan_id, "hit", view.stale)
         self._metrics.cache.labels(outcome).inc()
         task = self._flights.get(key)
         if task is None:
@@ -231,19 +246,37 @@ class PlanningService:
             return body
 
         body = await self._pool.run(work)
+        if self._local is not None:
+            await self._local.set(key, body, self._local_ttl)
         await self._cache.set(key, body, self._ttl)
         return body
 
+    async def _get(self, key: str) -> bytes | None:
+        """The cached body, ``b""`` on a miss, ``None`` when the shared cache is unavailable
+        (a local copy still answers then)."""
+        if self._local is not None:
+            local = await self._local.get(key)
+            if local is not None:
+                return local
+        try:
+            shared = await self._cache.get(key)
+        except CacheUnavailable:
+            return None
+        if shared is None:
+            return b""
+        if self._local is not None:
+            await self._local.set(key, shared, self._local_ttl)
+        return shared
+
     async def lookup(self, plan_id: str) -> bytes:
         """A plan solved earlier, by id, while its cache entry lives."""
-        try:
-            cached = await self._cache.get(cache_key(plan_id))
-        except CacheUnavailable:
+        cached = await self._get(cache_key(plan_id))
+        if cached is None:
             raise ServiceUnavailable(
                 "the plan cache is unreachable; POST the request to /v1/plans to solve it again",
                 retry_after_s=5,
-            ) from None
-        if cached is None:
+            )
+        if not cached:
             raise UnknownPlan(plan_id, self._ttl)
         return cached
 

@@ -50,6 +50,8 @@ async def test_metrics_cover_requests_solves_cache_revision_and_queue(
     assert "gpuplan_catalog_revision 1.0" in text
     assert "gpuplan_solver_queue_depth 0.0" in text
     assert "gpuplan_catalog_stale 0.0" in text
+    assert "gpuplan_plan_cache_entries 1.0" in text
+    assert "gpuplan_plan_cache_bytes " in text
 
 
 async def test_one_json_log_line_per_request_with_route_cache_and_request_id(

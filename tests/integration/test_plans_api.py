@@ -385,13 +385,15 @@ async def test_redis_stopped_mid_stream_then_back(
         assert (await post_plan(client)).headers["x-cache"] == "hit"
         await proxy.cut()
         outcomes = []
-        for qps in (3, 4, 5, 12):
+        for qps in (3, 4, 5):
             response = await post_plan(
                 client, {**BODY, "workload": {**BODY["workload"], "qps": qps}}
             )
             assert response.status_code == 200, response.text
             outcomes.append(response.headers["x-cache"])
         assert set(outcomes) == {"bypass"}
+        # A plan this process already holds is still answered from its in-process tier.
+        assert (await post_plan(client)).headers["x-cache"] == "hit"
         ready = (await client.get("/readyz")).json()
         assert ready["status"] == "degraded" and ready["cache"]["ok"] is False
         await proxy.restore()

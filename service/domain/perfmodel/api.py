@@ -458,7 +458,7 @@ def _in_system(s: Setup, b: float, l_in: int, l_out: int, ca2: float) -> float:
     return op.lam * op.ttft + op.b
 
 
-@lru_cache(maxsize=32768)
+@lru_cache(maxsize=4096)
 def _estimate_cached(
     model: ModelArch,
     dep: Deployment,
@@ -613,7 +613,7 @@ def max_qps_under_slo_with(
     return Capacity(op_lo.lam, m[0] * 1e3, m[1] * 1e3, m[2] * 1e3, op_lo.b, bind)
 
 
-@lru_cache(maxsize=32768)
+@lru_cache(maxsize=4096)
 def max_qps_under_slo(model: ModelArch, dep: Deployment, shape: RequestShape, slo: Slo) -> Capacity:
     """Largest Poisson arrival rate (requests/s) one replica sustains with TTFT, TPOT and E2E at
     ``slo.percentile`` within the limits, and the latencies there (see module docstring).
