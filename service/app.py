@@ -31,6 +31,7 @@ from service.api.controllers.plans import PlansController
 from service.api.errors import EXCEPTION_HANDLERS
 from service.api.openapi_docs import ExactStructSchemaPlugin
 from service.api.ratelimit import WindowLimiter
+from service.api.schemas.plans import CanonicalMemo
 from service.cache.base import PlanCache
 from service.cache.memory import MemoryPlanCache
 from service.cache.redis import RedisPlanCache
@@ -240,6 +241,7 @@ def create_app(
         state=State(
             {
                 "admin_keys": AdminKeys(settings.admin_keys),
+                "canonical_memo": CanonicalMemo(),
                 "write_limiter": (
                     WindowLimiter(settings.write_rate_limit_per_minute)
                     if settings.write_rate_limit_per_minute > 0

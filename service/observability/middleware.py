@@ -27,6 +27,10 @@ class RequestContext:
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
         self._app = app
         self._metrics = metrics
+        # Labelled children, looked up once per (route, method[, status]): label lookups cost
+        # more than the increments themselves. Routes are templates, so these stay small.
+        self._counters: dict[tuple[str, str, int], Any] = {}
+        self._timers: dict[tuple[str, str], Any] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
@@ -56,8 +60,16 @@ class RequestContext:
             elapsed = time.perf_counter() - started
             route = scope.get("path_template") or "unmatched"
             method = scope["method"]
-            self._metrics.requests.labels(route, method, str(status)).inc()
-            self._metrics.request_seconds.labels(route, method).observe(elapsed)
+            counter = self._counters.get((route, method, status))
+            if counter is None:
+                counter = self._metrics.requests.labels(route, method, str(status))
+                self._counters[(route, method, status)] = counter
+            counter.inc()
+            timer = self._timers.get((route, method))
+            if timer is None:
+                timer = self._metrics.request_seconds.labels(route, method)
+                self._timers[(route, method)] = timer
+            timer.observe(elapsed)
             log.info(
                 "request",
                 extra={

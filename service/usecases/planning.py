@@ -194,17 +194,11 @@ class PlanningService:
         return await (self._state.as_of(as_of) if as_of is not None else self._state.current())
 
     async def answer(
-        self,
-        request: PlanRequest,
-        canonical: bytes,
-        view: SnapshotView,
-        render: Render,
-        *,
-        current_revision: int | None = None,
+        self, request: PlanRequest, plan_id: str, view: SnapshotView, render: Render
     ) -> PlanAnswer:
-        """The plan for ``request`` at the snapshot's revision: cached, coalesced or solved."""
-        revision = current_revision if current_revision is not None else view.snapshot.revision
-        plan_id = plan_id_for(canonical, revision)
+        """The plan ``plan_id`` (see :func:`plan_id_for`) for ``request`` at the snapshot's
+        revision: cached, coalesced or solved."""
+        revision = view.snapshot.revision
         key = cache_key(plan_id)
         outcome: CacheOutcome = "miss"
         cached = await self._get(key)

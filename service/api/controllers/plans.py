@@ -25,6 +25,7 @@ from service.api.openapi_docs import (
 from service.api.render import plan_flat, plan_text
 from service.api.schemas.plans import (
     BudgetIn,
+    CanonicalMemo,
     ConstraintsIn,
     EngineWire,
     KvPrecisionWire,
@@ -34,7 +35,6 @@ from service.api.schemas.plans import (
     PricingWire,
     SloIn,
     WorkloadIn,
-    to_domain,
 )
 from service.domain.errors import DomainError
 from service.domain.planner import Plan
@@ -121,7 +121,8 @@ async def answer_plan(
     """Shared by POST /v1/plans and GET /v1/plan."""
     request.state.cache = None
     view = await planning.snapshot(body.as_of)
-    domain, canonical, canonical_bytes = to_domain(
+    memo: CanonicalMemo = request.app.state.canonical_memo
+    domain, canonical, canonical_bytes = memo.convert(
         body, view.snapshot, time_limit_s=planning.time_limit_s
     )
     revision = view.snapshot.revision
@@ -140,7 +141,7 @@ async def answer_plan(
         out = PlanOut.from_domain(plan, plan_id=pid, revision=rev, request=canonical)
         return _encoder.encode(out)
 
-    answer: PlanAnswer = await planning.answer(domain, canonical_bytes, view, render)
+    answer: PlanAnswer = await planning.answer(domain, plan_id, view, render)
     request.state.cache = answer.cache
     return _respond(
         answer.body,

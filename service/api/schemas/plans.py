@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -297,6 +298,36 @@ def to_domain(
         as_of=as_of,
     )
     return request, canonical, _encoder.encode(canonical)
+
+
+class CanonicalMemo:
+    """``to_domain`` results by (catalog revision, encoded request body), so a repeated request
+    skips re-validation and canonicalisation (its cache hit then costs a dict lookup). Bounded
+    LRU; only successful conversions are kept. One per app: the catalog a revision names
+    belongs to that app's database."""
+
+    def __init__(self, max_entries: int = 4096) -> None:
+        self._entries: OrderedDict[
+            tuple[int, bytes], tuple[PlanRequest, CanonicalRequest, bytes]
+        ] = OrderedDict()
+        self._max = max_entries
+
+    def convert(
+        self, body: PlanRequestIn, snapshot: CatalogSnapshot, *, time_limit_s: float
+    ) -> tuple[PlanRequest, CanonicalRequest, bytes]:
+        key = (snapshot.revision, _raw_encoder.encode(body))
+        found = self._entries.get(key)
+        if found is not None:
+            self._entries.move_to_end(key)
+            return found
+        result = to_domain(body, snapshot, time_limit_s=time_limit_s)
+        self._entries[key] = result
+        if len(self._entries) > self._max:
+            self._entries.popitem(last=False)
+        return result
+
+
+_raw_encoder = msgspec.json.Encoder()
 
 
 def normalize_provider(name: str) -> str:
