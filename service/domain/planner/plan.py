@@ -245,34 +245,25 @@ def plan(
 
     problem = fleet_problem(request, candidates)
     if executor is not None:
-        singles_job = executor.submit(cheapest_single_type, problem)
+        singles_job = executor.submit(_single_type_fleets, request, candidates, problem)
         budget_job = (
             executor.submit(max_qps_within_budget, problem)
             if request.budget_usd_per_hour is not None
             else None
         )
         solution = solve_fleet(problem)
-        singles = singles_job.result()
+        fleet = _fleet(request, candidates, solution) if solution.has_fleet else None
+        singles, alternatives = singles_job.result()
         budget_qps = budget_job.result() if budget_job is not None else None
         if solution.max_qps_within_budget is not None:
             budget_qps = solution.max_qps_within_budget
     else:
         solution = solve_fleet(problem)
-        singles = cheapest_single_type(problem)
+        fleet = _fleet(request, candidates, solution) if solution.has_fleet else None
+        singles, alternatives = _single_type_fleets(request, candidates, problem)
         budget_qps = (
             max_qps_within_budget(problem) if request.budget_usd_per_hour is not None else None
         )
-    alternatives = tuple(
-        sorted(
-            (
-                Alternative(gpu, _fleet(request, candidates, sol, with_capacity=False))
-                for gpu, sol in singles.items()
-                if sol.has_fleet
-            ),
-            key=lambda a: (round(a.fleet.usd_per_hour, 6), a.gpu),
-        )
-    )
-    fleet = _fleet(request, candidates, solution) if solution.has_fleet else None
     rejected = dict(candidates.rejected)
     in_fleet = {line.gpu for line in fleet.lines} if fleet else set()
     for gpu, sol in singles.items():
@@ -308,6 +299,24 @@ def plan(
 
 
 # ---- assembly -----------------------------------------------------------------------------
+
+
+def _single_type_fleets(
+    request: PlanRequest, candidates: Candidates, problem: FleetProblem
+) -> tuple[dict[str, FleetSolution], tuple[Alternative, ...]]:
+    """The cheapest fleet of each GPU type alone, solved and assembled (sorted by cost)."""
+    singles = cheapest_single_type(problem)
+    alternatives = tuple(
+        sorted(
+            (
+                Alternative(gpu, _fleet(request, candidates, sol, with_capacity=False))
+                for gpu, sol in singles.items()
+                if sol.has_fleet
+            ),
+            key=lambda a: (round(a.fleet.usd_per_hour, 6), a.gpu),
+        )
+    )
+    return singles, alternatives
 
 
 def _fleet(
