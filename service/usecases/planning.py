@@ -214,7 +214,7 @@ class PlanningService:
                 self._solve_and_store(key, request, view.snapshot, render, plan_id, revision)
             )
             self._flights[key] = task
-            task.add_done_callback(lambda _t: self._flights.pop(key, None))
+            task.add_done_callback(lambda done: self._settle(key, done))
         try:
             body = await asyncio.wait_for(asyncio.shield(task), self._deadline_s)
         except TimeoutError:
@@ -222,6 +222,13 @@ class PlanningService:
                 f"the solve did not finish within {self._deadline_s:g} s", retry_after_s=5
             ) from None
         return PlanAnswer(body, plan_id, outcome, view.stale)
+
+    def _settle(self, key: str, task: asyncio.Task[bytes]) -> None:
+        """Forget a finished solve; read its error so a solve nobody waits for any more (its
+        callers timed out) is not reported as an unretrieved exception."""
+        self._flights.pop(key, None)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("plan solve failed", extra={"event": "solve_failed", "plan_key": key})
 
     async def _solve_and_store(
         self,

@@ -1,0 +1,196 @@
+"""Assembly: solver results back into fleet lines (load, capacity, utilisation, latency at
+the SLO percentile, cost) and fleet-wide totals."""
+
+import math
+
+import numpy as np
+from scipy.optimize import linprog
+
+from service.domain.perfmodel import (
+    Deployment,
+    RequestShape,
+    Slo,
+    estimate,
+)
+from service.domain.planner.candidates import Candidate, Candidates
+from service.domain.planner.types import (
+    Alternative,
+    Fleet,
+    FleetLine,
+    PlanRequest,
+)
+from service.domain.solver import (
+    FleetProblem,
+    FleetSolution,
+    cheapest_single_type,
+)
+
+_PERCENTILES = (50.0, 90.0, 95.0, 99.0)
+
+
+def single_type_fleets(
+    request: PlanRequest, candidates: Candidates, problem: FleetProblem
+) -> tuple[dict[str, FleetSolution], tuple[Alternative, ...]]:
+    """The cheapest fleet of each GPU type alone, solved and assembled (sorted by cost)."""
+    singles = cheapest_single_type(problem)
+    alternatives = tuple(
+        sorted(
+            (
+                Alternative(gpu, assemble_fleet(request, candidates, sol, with_capacity=False))
+                for gpu, sol in singles.items()
+                if sol.has_fleet
+            ),
+            key=lambda a: (round(a.fleet.usd_per_hour, 6), a.gpu),
+        )
+    )
+    return singles, alternatives
+
+
+def assemble_fleet(
+    request: PlanRequest,
+    candidates: Candidates,
+    solution: FleetSolution,
+    *,
+    with_capacity: bool = True,
+) -> Fleet:
+    """Fleet lines of a solution; ``with_capacity`` adds the fleet-wide capacity (one LP)."""
+    headroom = 1.0 + request.constraints.headroom
+    served: dict[str, dict[str, float]] = {}
+    for bucket_key, option_key, rate in solution.served_qps:
+        served.setdefault(option_key, {})[bucket_key] = rate / headroom
+    bucket_index = {b.key: i for i, b in enumerate(request.buckets)}
+    lines = []
+    for option_key, units in solution.replicas:
+        cand = candidates.items[option_key]
+        per_bucket = served.get(option_key, {})
+        replicas = units * cand.replicas_per_unit
+        time_share = sum(
+            rate / cand.option.capacity_qps[bucket_index[b]] for b, rate in per_bucket.items()
+        )
+        utilization = time_share / units if units else 0.0
+        assigned = math.fsum(per_bucket.values())
+        if utilization > 0:
+            capacity = assigned / utilization
+        else:
+            capacity = units * max(cand.option.capacity_qps)
+        ttft, tpot = line_latency(request, cand, per_bucket, utilization, bucket_index)
+        lines.append(
+            FleetLine(
+                gpu=cand.option.gpu_id,
+                provider=cand.offer.provider,
+                region=cand.offer.region,
+                instance_type=cand.offer.instance_type,
+                pricing=cand.offer.pricing.value,
+                tensor_parallel=cand.deployment.tensor_parallel,
+                replicas=replicas,
+                instances=units if cand.offer.cards_per_unit else 0,
+                cards=units * cand.option.tensor_parallel,
+                usd_per_hour=units * cand.option.usd_per_hour,
+                qps_capacity=capacity,
+                assigned_qps=assigned,
+                ttft_ms=ttft,
+                tpot_ms=tpot,
+                utilization=utilization,
+                buckets=tuple(sorted(per_bucket.items())),
+            )
+        )
+    lines.sort(key=lambda line: (-line.usd_per_hour, line.gpu, line.provider, line.instance_type))
+    return Fleet(
+        lines=tuple(lines),
+        usd_per_hour=math.fsum(line.usd_per_hour for line in lines),
+        total_cards=sum(line.cards for line in lines),
+        qps_capacity=fleet_capacity(request, candidates, solution) if with_capacity else None,
+    )
+
+
+def line_latency(
+    request: PlanRequest,
+    cand: Candidate,
+    per_bucket: dict[str, float],
+    utilization: float,
+    bucket_index: dict[str, int],
+) -> tuple[float, float]:
+    """Worst TTFT and TPOT at the SLO percentile over the shapes the line serves.
+
+    A replica serving several shapes time-shares; each shape is evaluated at the rate that uses
+    the same share of its capacity (``utilization * capacity``), the load the line runs at.
+    """
+    worst_ttft = 0.0
+    worst_tpot = 0.0
+    for bucket_key in per_bucket or {request.buckets[0].key: 0.0}:
+        i = bucket_index[bucket_key]
+        shape = RequestShape(request.buckets[i].prompt_tokens, request.buckets[i].output_tokens)
+        rate = max(utilization, 1e-6) * cand.replica_capacity[i].qps
+        ttft, tpot = latency_at(request, cand.deployment, shape, rate, request.slo)
+        worst_ttft = max(worst_ttft, ttft)
+        worst_tpot = max(worst_tpot, tpot)
+    return worst_ttft, worst_tpot
+
+
+def latency_at(
+    request: PlanRequest, dep: Deployment, shape: RequestShape, qps: float, slo: Slo
+) -> tuple[float, float]:
+    """TTFT and TPOT (ms) at the SLO percentile for one replica under ``qps``."""
+    est = estimate(request.model.arch, dep, shape, qps=qps)
+    lat = est.latency
+    if lat is None:
+        return est.ttft_ms, est.tpot_ms
+    table = {
+        50.0: (lat.ttft_p50_ms, lat.tpot_p50_ms),
+        90.0: (lat.ttft_p90_ms, lat.tpot_p90_ms),
+        95.0: (lat.ttft_p95_ms, lat.tpot_p95_ms),
+        99.0: (lat.ttft_p99_ms, lat.tpot_p99_ms),
+    }
+    for p in _PERCENTILES:
+        if slo.percentile <= p:
+            return table[p]
+    return table[99.0]
+
+
+def fleet_capacity(request: PlanRequest, candidates: Candidates, solution: FleetSolution) -> float:
+    """The most total QPS (same bucket mix) the chosen units carry within the SLO: an LP over
+    the assignment with the unit counts fixed (maximise the scale ``lam`` of the demand)."""
+    keys = [k for k, _ in solution.replicas]
+    if not keys:
+        return 0.0
+    units = dict(solution.replicas)
+    shares = [b.share for b in request.buckets]
+    if len(keys) == 1:
+        # One line serves every bucket: its time budget bounds the mix, lam * sum(share/cap) <= x.
+        caps = candidates.items[keys[0]].option.capacity_qps
+        if any(share > 0 and cap <= 0 for share, cap in zip(shares, caps, strict=True)):
+            return 0.0
+        load = math.fsum(share / cap for share, cap in zip(shares, caps, strict=True) if share > 0)
+        return units[keys[0]] / load if load > 0 else 0.0
+    n_b, n_o = len(request.buckets), len(keys)
+    # Variables: z[s, g] (requests/s of bucket s on option g), then lam (total requests/s).
+    n = n_b * n_o + 1
+    cost = np.zeros(n)
+    cost[-1] = -1.0
+    a_eq = np.zeros((n_b, n))
+    for s in range(n_b):
+        a_eq[s, s * n_o : (s + 1) * n_o] = 1.0
+        a_eq[s, -1] = -shares[s]
+    a_ub = np.zeros((n_o, n))
+    bounds: list[tuple[float, float | None]] = [(0.0, None)] * n
+    for g, key in enumerate(keys):
+        caps = candidates.items[key].option.capacity_qps
+        for s in range(n_b):
+            if caps[s] > 0:
+                a_ub[g, s * n_o + g] = 1.0 / caps[s]
+            else:
+                bounds[s * n_o + g] = (0.0, 0.0)
+    b_ub = np.array([float(units[k]) for k in keys])
+    result = linprog(
+        cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=np.zeros(n_b), bounds=bounds, method="highs"
+    )
+    return float(result.x[-1]) if result.status == 0 else 0.0
+
+
+def usd_per_million_tokens(request: PlanRequest, fleet: Fleet | None) -> float | None:
+    if fleet is None:
+        return None
+    tokens_per_hour = 3600.0 * math.fsum(
+        request.demand_qps(b) * b.output_tokens for b in request.buckets
+    )
+    return fleet.usd_per_hour / tokens_per_hour * 1e6 if tokens_per_hour > 0 else None

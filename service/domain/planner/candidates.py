@@ -1,0 +1,172 @@
+"""Candidates: every allowed (GPU, tensor-parallel degree, price offer) as a solver option,
+with per-bucket capacity from the performance model; GPUs with no usable option are rejected
+with the reason."""
+
+from dataclasses import dataclass
+
+from service.domain.catalog import CatalogSnapshot, GpuSpec
+from service.domain.perfmodel import (
+    Capacity,
+    Deployment,
+    RequestShape,
+    max_qps_under_slo,
+)
+from service.domain.planner.offers import Offer, offers_for
+from service.domain.planner.types import (
+    PlanRequest,
+    Rejection,
+)
+from service.domain.solver import (
+    Bucket,
+    FleetOption,
+    FleetProblem,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One solver option with what the planner needs to turn it back into a fleet line."""
+
+    option: FleetOption
+    offer: Offer
+    deployment: Deployment
+    replicas_per_unit: int
+    replica_capacity: tuple[Capacity, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    items: dict[str, Candidate]
+    rejected: dict[str, Rejection]
+    considered: tuple[str, ...]
+
+
+def _option_key(offer: Offer, tp: int) -> str:
+    return "|".join(
+        (
+            offer.gpu_id,
+            f"tp{tp}",
+            offer.provider,
+            offer.region,
+            offer.pricing.value,
+            offer.instance_type,
+        )
+    )
+
+
+def allowed_gpus(request: PlanRequest, snapshot: CatalogSnapshot) -> tuple[GpuSpec, ...]:
+    c = request.constraints
+    wanted = set(c.gpus) if c.gpus is not None else None
+    excluded = set(c.exclude_gpus)
+    return tuple(
+        g for g in snapshot.gpus if (wanted is None or g.id in wanted) and g.id not in excluded
+    )
+
+
+def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candidates:
+    """Options per (GPU, tensor-parallel degree, offer) with per-bucket capacities."""
+    c = request.constraints
+    shapes = tuple(RequestShape(b.prompt_tokens, b.output_tokens) for b in request.buckets)
+    items: dict[str, Candidate] = {}
+    rejected: dict[str, Rejection] = {}
+    gpus = allowed_gpus(request, snapshot)
+    for gpu in gpus:
+        offers, why = offers_for(gpu, snapshot.prices, c)
+        if not offers:
+            rejected[gpu.id] = Rejection(gpu.id, "no_price", why or "no price")
+            continue
+        fit_reason: str | None = None
+        slo_reason: str | None = None
+        shape_reason: str | None = None
+        topology_limited = False
+        for tp in sorted(set(c.tensor_parallel)):
+            if tp > gpu.nvlink_domain and not c.allow_pcie_tensor_parallel:
+                topology_limited = True
+                continue
+            dep = Deployment(
+                gpu=gpu,
+                tensor_parallel=tp,
+                precision=request.precision,
+                kv_precision=request.kv_precision,
+                engine=request.engine,
+                allow_pcie_tensor_parallel=c.allow_pcie_tensor_parallel,
+            )
+            caps = tuple(max_qps_under_slo(request.model.arch, dep, s, request.slo) for s in shapes)
+            if all(cap.qps <= 0 for cap in caps):
+                reason = caps[0].reason or f"cannot serve at tensor_parallel={tp}"
+                if caps[0].limited_by == "does_not_fit":
+                    fit_reason = f"tensor_parallel={tp}: {reason}"
+                else:
+                    slo_reason = f"tensor_parallel={tp}: {reason}"
+                continue
+            units = [(offer, offer.unit(tp)) for offer in offers]
+            usable = [(o, u) for o, u in units if u is not None]
+            if not usable:
+                largest = max(o.cards_per_unit for o in offers)
+                shape_reason = (
+                    f"tensor_parallel={tp} needs {tp} cards in one instance; the allowed offers "
+                    f"have at most {largest}"
+                )
+                continue
+            for offer, unit in usable:
+                cards, replicas, usd = unit
+                key = _option_key(offer, tp)
+                items[key] = Candidate(
+                    option=FleetOption(
+                        key=key,
+                        gpu_id=gpu.id,
+                        tensor_parallel=cards,
+                        usd_per_hour=usd,
+                        capacity_qps=tuple(cap.qps * replicas for cap in caps),
+                        replicas_per_unit=replicas,
+                    ),
+                    offer=offer,
+                    deployment=dep,
+                    replicas_per_unit=replicas,
+                    replica_capacity=caps,
+                )
+        if not any(k.startswith(gpu.id + "|") for k in items):
+            rejected[gpu.id] = rejection(
+                gpu, slo_reason, shape_reason, fit_reason, topology_limited
+            )
+    return Candidates(items, rejected, tuple(g.id for g in gpus))
+
+
+def rejection(
+    gpu: GpuSpec,
+    slo_reason: str | None,
+    shape_reason: str | None,
+    fit_reason: str | None,
+    topology_limited: bool,
+) -> Rejection:
+    """The most useful reason a GPU has no option: an SLO miss beats an instance-shape problem
+    beats not fitting in memory (at the largest tensor-parallel degree the topology allows)."""
+    if slo_reason is not None:
+        return Rejection(gpu.id, "cannot_meet_slo", slo_reason)
+    if shape_reason is not None:
+        return Rejection(gpu.id, "instance_too_small", shape_reason)
+    topology = (
+        f"; larger tensor-parallel groups need NVLink (domain: {gpu.nvlink_domain} "
+        f"card{'s' if gpu.nvlink_domain > 1 else ''}) unless allow_pcie_tensor_parallel is set"
+        if topology_limited
+        else ""
+    )
+    if fit_reason is None:
+        return Rejection(
+            gpu.id, "does_not_fit", "no allowed tensor-parallel degree is possible" + topology
+        )
+    return Rejection(gpu.id, "does_not_fit", fit_reason + topology)
+
+
+def fleet_problem(request: PlanRequest, candidates: Candidates) -> FleetProblem:
+    c = request.constraints
+    return FleetProblem(
+        buckets=tuple(Bucket(b.key, request.demand_qps(b)) for b in request.buckets),
+        options=tuple(candidates.items[k].option for k in sorted(candidates.items)),
+        headroom=c.headroom,
+        min_replicas=c.min_replicas,
+        max_cards=c.max_cards,
+        allow_mix=c.allow_mix,
+        budget_usd_per_hour=request.budget_usd_per_hour,
+        time_limit_s=request.time_limit_s,
+    )

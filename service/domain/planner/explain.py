@@ -1,0 +1,249 @@
+"""Words: rejection reasons, plain-sentence explanations of the binding limits, and the
+assumptions a plan rests on."""
+
+from service.domain.perfmodel import (
+    RequestShape,
+    Slo,
+    estimate,
+)
+from service.domain.planner.candidates import Candidates
+from service.domain.planner.types import (
+    HOURS_PER_MONTH,
+    Alternative,
+    Fleet,
+    FleetLine,
+    PlanRequest,
+    Pricing,
+    Rejection,
+    Savings,
+)
+from service.domain.solver import (
+    FleetProblem,
+    FleetSolution,
+    ReasonCode,
+    SolveStatus,
+    relaxation_savings,
+)
+
+
+def single_type_rejection(
+    gpu: str, sol: FleetSolution, request: PlanRequest, candidates: Candidates
+) -> Rejection:
+    for reason in sol.reasons:
+        if reason.code is ReasonCode.GPU_CANNOT_SERVE:
+            names = ", ".join(_bucket_words(request, b) for b in reason.buckets)
+            detail = _capacity_reason(candidates, gpu, reason.buckets, request)
+            return Rejection(gpu, "cannot_serve_bucket", f"cannot serve {names}{detail}")
+        if reason.code is ReasonCode.MAX_CARDS:
+            cap = dict(request.constraints.max_cards).get(gpu)
+            short = f"{reason.shortfall:.0f} more cards" if reason.shortfall else "more cards"
+            return Rejection(
+                gpu, "over_availability_cap", f"needs {short} than max_cards={cap} allows"
+            )
+    text = "; ".join(r.message or r.label for r in sol.reasons) or "no feasible fleet"
+    return Rejection(gpu, str(sol.reasons[0].code) if sol.reasons else "infeasible", text)
+
+
+def _capacity_reason(
+    candidates: Candidates, gpu: str, bucket_keys: tuple[str, ...], request: PlanRequest
+) -> str:
+    index = {b.key: i for i, b in enumerate(request.buckets)}
+    for cand in candidates.items.values():
+        if cand.option.gpu_id != gpu:
+            continue
+        for key in bucket_keys:
+            cap = cand.replica_capacity[index[key]]
+            if cap.reason:
+                return f": {cap.reason}"
+    return ""
+
+
+def _bucket_words(request: PlanRequest, key: str) -> str:
+    for b in request.buckets:
+        if b.key == key:
+            return f"bucket {key} ({b.prompt_tokens} in / {b.output_tokens} out)"
+    return f"bucket {key}"
+
+
+# ---- words --------------------------------------------------------------------------------
+
+
+def _money(usd: float) -> str:
+    return f"${usd:,.2f}"
+
+
+def _line_words(line: FleetLine) -> str:
+    where = f"{line.provider} {line.region} {line.instance_type}".strip()
+    tp = f" (tensor_parallel={line.tensor_parallel})" if line.tensor_parallel > 1 else ""
+    return f"{line.replicas} x {line.gpu}{tp} on {where}"
+
+
+def explain(
+    request: PlanRequest,
+    candidates: Candidates,
+    solution: FleetSolution,
+    fleet: Fleet | None,
+    alternatives: tuple[Alternative, ...],
+    savings: Savings | None,
+    budget_qps: float | None,
+    problem: FleetProblem,
+) -> tuple[str, ...]:
+    c = request.constraints
+    slo = request.slo
+    limits = [
+        f"{name} p{slo.percentile:g} <= {value:g} ms"
+        for name, value in (("TTFT", slo.ttft_ms), ("TPOT", slo.tpot_ms), ("E2E", slo.e2e_ms))
+        if value is not None
+    ]
+    sentences: list[str] = []
+    if fleet is None:
+        sentences.append(
+            "No fleet meets the demand: "
+            + "; ".join(r.message or r.label for r in solution.reasons)
+            + "."
+        )
+        return tuple(sentences)
+    load = f"{request.qps:g} req/s"
+    if c.headroom:
+        load += f" plus {c.headroom * 100:g}% headroom"
+    sentences.append(
+        f"Cheapest fleet for {load} within {', '.join(limits) or 'no latency limit'}: "
+        + "; ".join(_line_words(line) for line in fleet.lines)
+        + f", {_money(fleet.usd_per_hour)}/hour ({_money(fleet.usd_per_month)}/month)."
+    )
+    index = {b.key: i for i, b in enumerate(request.buckets)}
+    for line in fleet.lines:
+        for bucket_key, _ in line.buckets:
+            for cand in candidates.items.values():
+                if (
+                    cand.option.gpu_id == line.gpu
+                    and cand.deployment.tensor_parallel == line.tensor_parallel
+                    and cand.offer.provider == line.provider
+                    and cand.offer.instance_type == line.instance_type
+                ):
+                    cap = cand.replica_capacity[index[bucket_key]]
+                    tp = (
+                        f" tensor_parallel={line.tensor_parallel}"
+                        if line.tensor_parallel > 1
+                        else ""
+                    )
+                    sentences.append(
+                        f"Each {line.gpu}{tp} replica carries at most {cap.qps:.3g} req/s of "
+                        f"{_bucket_words(request, bucket_key)}; the binding limit is "
+                        f"{_limit_words(cap.limited_by, slo)}."
+                    )
+                    break
+    sentences.extend(_constraint_costs(request, problem, solution))
+    if solution.status is SolveStatus.OVER_BUDGET and request.budget_usd_per_hour is not None:
+        sentences.append(
+            f"The cheapest fleet costs {_money(fleet.usd_per_hour)}/hour, over the budget of "
+            f"{_money(request.budget_usd_per_hour)}/hour; a fleet within budget carries at most "
+            f"{(budget_qps or 0):.3g} req/s of this request mix."
+        )
+    elif budget_qps is not None and request.budget_usd_per_hour is not None:
+        sentences.append(
+            f"Within the budget of {_money(request.budget_usd_per_hour)}/hour the load could grow "
+            f"to {budget_qps:.3g} req/s of this mix."
+        )
+    if solution.status is SolveStatus.TIME_LIMIT:
+        sentences.append(
+            f"The solver stopped at its {request.time_limit_s:g} s time limit; this is the best "
+            f"fleet found (within {solution.mip_gap * 100:.2g}% of optimal)."
+        )
+    if savings is not None and savings.usd_per_hour > 0.005:
+        sentences.append(
+            f"Mixing GPU types saves {_money(savings.usd_per_hour)}/hour ({savings.percent:.1f}%) "
+            f"against the cheapest single-type fleet ({savings.versus_gpu})."
+        )
+    elif alternatives and not c.allow_mix:
+        sentences.append("allow_mix=false: the fleet uses one GPU type.")
+    return tuple(sentences)
+
+
+def _constraint_costs(
+    request: PlanRequest, problem: FleetProblem, solution: FleetSolution
+) -> list[str]:
+    """What each availability cap and the redundancy floor cost, priced by re-solving without
+    it (one MILP each); constraints that cost nothing are not mentioned.
+
+    Caps are priced even when not tight (a cap can push the fleet off a GPU entirely); the
+    redundancy floor only when tight, since a slack floor cannot cost anything."""
+    c = request.constraints
+    labels = tuple(f"max_cards:{gpu}" for gpu, _ in c.max_cards)
+    if c.min_replicas > 1 and "min_replicas" in solution.binding:
+        labels += ("min_replicas",)
+    if not labels or not solution.has_fleet:
+        return []
+    out = []
+    for label, saved in relaxation_savings(problem, solution, labels):
+        if saved <= 0.005:
+            continue
+        kind, _, subject = label.partition(":")
+        if kind == "max_cards":
+            cap = dict(c.max_cards)[subject]
+            out.append(
+                f"The availability cap of {cap} {subject} cards adds {_money(saved)}/hour: "
+                "without it the fleet would use more of them."
+            )
+        elif kind == "min_replicas":
+            out.append(
+                f"min_replicas={c.min_replicas} adds {_money(saved)}/hour over what the load "
+                "alone needs."
+            )
+    return out
+
+
+def _limit_words(limited_by: str, slo: Slo) -> str:
+    words = {
+        "ttft": f"TTFT p{slo.percentile:g} <= {slo.ttft_ms} ms",
+        "tpot": f"TPOT p{slo.percentile:g} <= {slo.tpot_ms} ms",
+        "e2e": f"end-to-end p{slo.percentile:g} <= {slo.e2e_ms} ms",
+        "kv_capacity": "KV-cache memory",
+        "engine_batch_cap": "the engine's batch limit",
+        "token_budget": "the engine's per-step token budget",
+    }
+    return words.get(limited_by, limited_by.replace("_", " "))
+
+
+def no_candidates_sentence(request: PlanRequest, candidates: Candidates) -> str:
+    if not candidates.considered:
+        return "No GPU is allowed by the request's gpus/exclude_gpus constraints."
+    return (
+        f"None of the {len(candidates.considered)} allowed GPUs can serve this model and SLO "
+        "with the allowed prices; see rejected for the reason per GPU."
+    )
+
+
+def assumptions(
+    request: PlanRequest, candidates: Candidates, solution: FleetSolution | None
+) -> tuple[str, ...]:
+    """General planning assumptions plus the performance model's, for each deployment in the
+    chosen fleet (or the first candidate when there is no fleet)."""
+    c = request.constraints
+    out: list[str] = list(request.model.assumptions)
+    out.append(
+        f"Latency limits hold at p{request.slo.percentile:g} under Poisson arrivals; capacities "
+        "come from the calibrated performance model (see /v1/estimate)."
+    )
+    if c.headroom:
+        out.append(f"Capacity is planned for {1 + c.headroom:g} x the target load (headroom).")
+    out.append(
+        "A replica's cards sit in one instance and instances are billed whole; a month is "
+        f"{HOURS_PER_MONTH:g} hours."
+    )
+    if c.pricing is Pricing.OWNED:
+        o = c.owned
+        out.append(
+            f"Owned cards: purchase price amortised over {o.amortization_months:g} months plus "
+            f"power at TDP x PUE {o.pue:g} x {o.usd_per_kwh:g} USD/kWh."
+        )
+    keys = (
+        [k for k, _ in solution.replicas] if solution is not None else sorted(candidates.items)[:1]
+    )
+    shape = RequestShape(request.buckets[0].prompt_tokens, request.buckets[0].output_tokens)
+    deployments = dict.fromkeys(candidates.items[k].deployment for k in keys)
+    for dep in deployments:
+        for text in estimate(request.model.arch, dep, shape).assumptions:
+            tag = f"{dep.gpu.id} tensor_parallel={dep.tensor_parallel}: "
+            out.append(text if len(deployments) == 1 else tag + text)
+    return tuple(dict.fromkeys(out))
