@@ -6,15 +6,14 @@ name and why, before anything starts.
 
 from __future__ import annotations
 
-import asyncio
 import sys
-from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import click
 
 from service import __version__
+from service.cli_common import error_text, fail, run
 from service.settings import Settings, SettingsError, load_settings, redact_url
 
 T = TypeVar("T")
@@ -24,15 +23,7 @@ def _settings() -> Settings:
     try:
         return load_settings()
     except SettingsError as exc:
-        click.echo(f"gpuplan: configuration error: {exc}", err=True)
-        sys.exit(2)
-
-
-def _run(coro: Awaitable[T]) -> T:
-    async def main() -> T:
-        return await coro
-
-    return asyncio.run(main())
+        fail(f"configuration error: {exc}", 2)
 
 
 @click.group(
@@ -121,16 +112,15 @@ def _preflight_schema(settings: Settings) -> None:
             await engine.dispose()
 
     try:
-        revision = _run(at())
+        revision = run(at())
     except Exception:  # noqa: BLE001 - unreachable now; the server retries on its own
         return
     if revision != head_revision():
-        click.echo(
-            f"gpuplan: database schema is at {revision or 'nothing'}, this build needs "
+        fail(
+            f"database schema is at {revision or 'nothing'}, this build needs "
             f"{head_revision()}: run `gpuplan migrate` first",
-            err=True,
+            3,
         )
-        sys.exit(3)
 
 
 @main.command()
@@ -157,9 +147,9 @@ def migrate(target: str) -> None:
             await engine.dispose()
 
     try:
-        at = _run(go())
+        at = run(go())
     except Exception as exc:  # noqa: BLE001 - one clear line instead of a driver traceback
-        _fail(exc)
+        fail(error_text(exc))
     click.echo(f"database {redact_url(settings.database_url)} is at migration {at}")
 
 
@@ -194,11 +184,11 @@ def catalog_import(csv_file: Path) -> None:
             click.echo(f"\r  {done}/{total} observations", nl=False, err=True)
 
     try:
-        result = _run(import_prices(settings, text, progress=progress))
+        result = run(import_prices(settings, text, progress=progress))
     except Exception as exc:  # noqa: BLE001 - reported as a one-line error, not a traceback
         if show:
             click.echo("", err=True)
-        _fail(exc)
+        fail(error_text(exc))
     if show:
         click.echo("", err=True)
     click.echo(
@@ -221,18 +211,10 @@ def catalog_export(gpu: str | None) -> None:
 
     settings = _settings()
     try:
-        text = _run(export_prices(settings, gpu))
+        text = run(export_prices(settings, gpu))
     except Exception as exc:  # noqa: BLE001 - reported as a one-line error, not a traceback
-        _fail(exc)
+        fail(error_text(exc))
     click.echo(text, nl=False)
-
-
-def _fail(exc: BaseException) -> Any:
-    from service.domain.errors import DomainError
-
-    message = exc.message if isinstance(exc, DomainError) else f"{type(exc).__name__}: {exc}"
-    click.echo(f"gpuplan: {message}", err=True)
-    sys.exit(1)
 
 
 def _register_planning() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -16,6 +16,7 @@ import msgspec
 from service.api.render import plan_flat, plan_text
 from service.api.schemas.estimate import EstimateIn, EstimateOut
 from service.api.schemas.plans import PlanOut, PlanRequestIn, to_domain
+from service.cli_common import error_text, fail, run
 from service.domain.errors import DomainError
 from service.domain.perfmodel import ENGINES, KV_PRECISIONS, PRECISIONS
 from service.domain.planner import plan as solve_plan
@@ -29,25 +30,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 _encoder = msgspec.json.Encoder()
 
 
-def _run(coro: Awaitable[T]) -> T:
-    import asyncio
-
-    async def main() -> T:
-        return await coro
-
-    return asyncio.run(main())
-
-
-def _fail(message: str, code: int = 2) -> Any:
-    click.echo(f"gpuplan: {message}", err=True)
-    sys.exit(code)
-
-
 def _convert(raw: dict[str, Any], cls: type[T]) -> T:
     try:
         return msgspec.convert(raw, cls)
     except msgspec.ValidationError as exc:
-        return _fail(f"invalid request: {exc}")  # type: ignore[no-any-return]
+        fail(f"invalid request: {exc}", 2)
 
 
 def _names(value: str | None) -> list[str] | None:
@@ -65,7 +52,7 @@ def _mix(items: tuple[str, ...]) -> list[dict[str, Any]] | None:
                 {"share": float(share), "prompt_tokens": int(prompt), "output_tokens": int(output)}
             )
         except ValueError:
-            _fail(f"--mix {item!r}: expected SHARE:PROMPT_TOKENS:OUTPUT_TOKENS, e.g. 0.7:512:200")
+            fail(f"--mix {item!r}: expected SHARE:PROMPT_TOKENS:OUTPUT_TOKENS, e.g. 0.7:512:200", 2)
     return out
 
 
@@ -74,7 +61,7 @@ def _max_cards(items: tuple[str, ...]) -> dict[str, int]:
     for item in items:
         gpu, _, cards = item.partition("=")
         if not cards.isdigit():
-            _fail(f"--max-cards {item!r}: expected GPU=CARDS, e.g. h100=16")
+            fail(f"--max-cards {item!r}: expected GPU=CARDS, e.g. h100=16", 2)
         caps[gpu] = int(cards)
     return caps
 
@@ -181,11 +168,11 @@ def register(main: click.Group, settings_loader: Any) -> None:
             try:
                 raw = json.loads(text)
             except json.JSONDecodeError as exc:
-                _fail(f"--request is not JSON: {exc}")
+                fail(f"--request is not JSON: {exc}", 2)
         else:
             o = options
             if not o["model"] or o["qps"] is None:
-                _fail("--model and --qps are required (or give --request FILE)")
+                fail("--model and --qps are required (or give --request FILE)", 2)
             budget = None
             if o["budget_usd_per_hour"] or o["budget_usd_per_month"]:
                 budget = {
@@ -227,10 +214,9 @@ def register(main: click.Group, settings_loader: Any) -> None:
             )
         body = _convert(raw, PlanRequestIn)
         try:
-            out = _run(_plan(settings, body))
+            out = run(_plan(settings, body))
         except DomainError as exc:
-            field = f" ({exc.field})" if exc.field else ""
-            _fail(f"{exc.message}{field}")
+            fail(error_text(exc), 2)
         if flat:
             click.echo(json.dumps(plan_flat(out), indent=2))
         elif as_json:
@@ -276,10 +262,9 @@ def register(main: click.Group, settings_loader: Any) -> None:
             return EstimateOut.from_domain(answer)
 
         try:
-            out = _run(go())
+            out = run(go())
         except DomainError as exc:
-            field = f" ({exc.field})" if exc.field else ""
-            _fail(f"{exc.message}{field}")
+            fail(error_text(exc), 2)
         if as_json:
             click.echo(_encoder.encode(out).decode())
             return

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from litestar import MediaType, Request, Response
+from litestar import Request, Response
 from litestar.exceptions import (
     HTTPException,
     NotAuthorizedException,
@@ -245,13 +245,3 @@ EXCEPTION_HANDLERS: dict[type[Exception] | int, Any] = {
     ServiceUnavailable: handle_domain,
     Exception: handle_unexpected,
 }
-
-__all__ = [
-    "EXCEPTION_HANDLERS",
-    "PROBLEMS",
-    "PROBLEM_JSON",
-    "MediaType",
-    "field_of",
-    "problem_kind",
-    "problem_response",
-]

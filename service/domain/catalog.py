@@ -88,11 +88,6 @@ class PricePoint:
         """Identity of the offer this point prices (same key = same offer over time)."""
         return (self.gpu_id, self.provider, self.region, self.kind, self.instance_type)
 
-    @property
-    def identity(self) -> tuple[str, str, str, PricingKind, str, datetime]:
-        """Idempotency key of the observation itself."""
-        return (*self.offer_key, self.observed_at)
-
 
 @dataclass(frozen=True, slots=True)
 class CatalogSnapshot:

@@ -128,13 +128,6 @@ class ModelArch:
             return self.kv_lora_rank + self.qk_rope_head_dim
         return 2 * self.n_kv_heads * self.head_dim
 
-    @property
-    def attention_width(self) -> int:
-        """Query width ``n_heads * head_dim`` (elements); for MLA the per-head QK width."""
-        if self.attention == "mla":
-            return self.n_heads * (self.qk_nope_head_dim + self.qk_rope_head_dim)
-        return self.n_heads * self.head_dim
-
 
 @dataclass(frozen=True, slots=True)
 class ParamCounts:

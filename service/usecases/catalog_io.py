@@ -14,9 +14,9 @@ from service.store.csv_format import parse_prices_csv, write_prices_csv
 from service.store.database import create_engine
 from service.store.migrate import upgrade
 from service.store.repositories import CatalogRepository, IngestResult, PriceQuery
-from service.usecases.catalog import MAX_INGEST_ROWS
 
 EXPORT_PAGE = 1000
+MAX_IMPORT_ROWS = 1_000_000  # one transaction; larger files are split by the operator
 
 
 @asynccontextmanager
@@ -41,10 +41,8 @@ async def import_prices(
     points = parse_prices_csv(text)
     if not points:
         raise InvalidInput("the file holds no observations", field="csv")
-    if len(points) > MAX_INGEST_ROWS * 100:
-        raise InvalidInput(
-            f"{len(points)} rows; split files above {MAX_INGEST_ROWS * 100}", field="csv"
-        )
+    if len(points) > MAX_IMPORT_ROWS:
+        raise InvalidInput(f"{len(points)} rows; split files above {MAX_IMPORT_ROWS}", field="csv")
     async with open_repository(settings) as repo:
         snapshot = await repo.snapshot()
         index = snapshot.alias_index

@@ -174,7 +174,7 @@ class CatalogState:
         self._last_error = None
 
     def _mark_down(self, exc: BaseException) -> None:
-        why = type(exc).__name__ if isinstance(exc, TimeoutError) else f"{type(exc).__name__}"
+        why = type(exc).__name__
         if self._database_ok or self._last_error is None:
             log.warning(
                 "catalog database unreachable; answering from the last snapshot",

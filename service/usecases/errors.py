@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 
 T = TypeVar("T")
 
@@ -36,8 +36,6 @@ async def with_database(call: Awaitable[T], timeout_s: float, what: str) -> T:
     Integrity errors are ``DBAPIError`` subclasses too, but those that reach here are bugs
     (inputs are validated first), so they are re-raised as they are.
     """
-    from sqlalchemy.exc import IntegrityError
-
     try:
         return await asyncio.wait_for(call, timeout_s)
     except IntegrityError:

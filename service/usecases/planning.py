@@ -54,9 +54,8 @@ class UnknownPlan(NotFound):
     def __init__(self, plan_id: str, ttl_s: int) -> None:
         super().__init__(plan_id, field="plan_id")
         self.message = (
-            f"plan {plan_id!r} is unknown or expired (plans are kept {ttl_s} s); POST the "
-            "request (the plan's `request` field) to /v1/plans to solve it again: the same "
-            "request at the same catalog revision gets the same plan_id"
+            f"plan {plan_id!r} is unknown or expired (plans are kept {ttl_s} s); solve its "
+            "request again: the same request at the same catalog revision gets the same plan_id"
         )
 
 
@@ -274,7 +273,7 @@ class PlanningService:
         cached = await self._get(cache_key(plan_id))
         if cached is None:
             raise ServiceUnavailable(
-                "the plan cache is unreachable; POST the request to /v1/plans to solve it again",
+                "the plan cache is unreachable; solve the plan's request again",
                 retry_after_s=5,
             )
         if not cached:

@@ -38,7 +38,7 @@ from service.api.schemas.plans import (
 )
 from service.domain.errors import DomainError
 from service.domain.planner import Plan
-from service.usecases.planning import PlanAnswer, PlanningService, plan_id_for
+from service.usecases.planning import PlanAnswer, PlanningService, UnknownPlan, plan_id_for
 
 Format = Literal["json", "text", "flat"]
 FormatParam = Annotated[
@@ -306,5 +306,9 @@ class PlansController(Controller):
                 Response[PlanOut],
                 Response(content=b"", status_code=HTTP_304_NOT_MODIFIED, headers=headers),
             )
-        body = await planning.lookup(plan_id)
+        try:
+            body = await planning.lookup(plan_id)
+        except UnknownPlan as exc:
+            exc.message += " (POST the plan's `request` field to /v1/plans)"
+            raise
         return _respond(body, _format(request, format), headers, False)

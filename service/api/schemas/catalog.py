@@ -206,7 +206,7 @@ class PriceObservationIn(WireIn, kw_only=True):
     source: LongText = ""
 
     def to_domain(self, index: int) -> PricePoint:
-        if not self.observed_at.year >= 2000:
+        if self.observed_at.year < 2000:
             raise InvalidInput(
                 "observed_at must be after 2000", field=f"observations[{index}].observed_at"
             )

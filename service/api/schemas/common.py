@@ -39,9 +39,7 @@ Slug = Annotated[
     ),
 ]
 Name = Annotated[str, Meta(min_length=1, max_length=128)]
-ShortText = Annotated[str, Meta(max_length=128)]
 LongText = Annotated[str, Meta(max_length=2000)]
-FiniteNonNegative = Annotated[float, Meta(ge=0, le=1e9)]
 
 # Output units, so the schema (and generated clients) say what each number means.
 UsdPerHour = Annotated[float, Meta(description="USD per hour.")]

@@ -112,7 +112,6 @@ class Setup:
     chunked: bool
     full_reservation: bool
     max_context: int
-    link_kind: str
 
 
 def _tp_reject(model: ModelArch, dep: Deployment) -> str:
@@ -329,7 +328,6 @@ def build_setup(
         chunked=profile.chunked_prefill,
         full_reservation=profile.full_reservation,
         max_context=model.max_context,
-        link_kind=link.kind,
     )
 
 

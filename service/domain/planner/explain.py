@@ -223,7 +223,7 @@ def assumptions(
     out: list[str] = list(request.model.assumptions)
     out.append(
         f"Latency limits hold at p{request.slo.percentile:g} under Poisson arrivals; capacities "
-        "come from the calibrated performance model (see /v1/estimate)."
+        "come from the calibrated performance model (the one estimates use)."
     )
     if c.headroom:
         out.append(f"Capacity is planned for {1 + c.headroom:g} x the target load (headroom).")
