@@ -33,10 +33,10 @@ from pathlib import Path
 
 from service.domain.catalog import GpuSpec
 from service.domain.models import ModelArch, resolve_model
-from service.domain.perfmodel.api import estimate_with, static_batch_point
 from service.domain.perfmodel.calibration import BENCH_PROFILES, Calibration
 from service.domain.perfmodel.core import build_setup, kv_pool_bytes
-from service.domain.perfmodel.types import Deployment, KvPrecision, Precision, RequestShape
+from service.domain.perfmodel.serving import estimate_with, static_batch_point
+from service.domain.perfmodel.values import Deployment, KvPrecision, Precision, RequestShape
 from service.store.csv_format import parse_gpus_csv
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -35,7 +35,7 @@ from service.domain.solver import (
     max_qps_within_budget,
     solve_fleet,
 )
-from service.domain.solver.candidates import Mode, canonicalize, select
+from service.domain.solver.prune import Mode, canonicalize, select
 
 GPUS_PER_FACTOR = 3
 

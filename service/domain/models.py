@@ -29,11 +29,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 from service.domain.errors import InvalidInput, UnknownModel
-
-AttentionKind = Literal["mha", "gqa", "mla"]
+from service.domain.vocabulary import AttentionKind
 
 __all__ = [
     "PRESETS",

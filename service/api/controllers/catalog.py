@@ -23,10 +23,10 @@ from service.api.schemas.catalog import (
     IngestOut,
     PriceBatchIn,
     PricePageOut,
-    PricingKindWire,
 )
 from service.domain.catalog import PricingKind
 from service.domain.errors import InvalidInput
+from service.domain.vocabulary import PriceKindName
 from service.store.repositories import PriceQuery
 from service.usecases.catalog import CatalogService, GpuFilter
 
@@ -163,7 +163,7 @@ class CatalogController(Controller):
         gpu_id: Annotated[str, PathParameter(max_length=128, description="GPU id or alias.")],
         provider: Annotated[str | None, QueryParameter(max_length=64)] = None,
         region: Annotated[str | None, QueryParameter(max_length=64)] = None,
-        kind: Annotated[PricingKindWire | None, QueryParameter(description="Pricing kind.")] = None,
+        kind: Annotated[PriceKindName | None, QueryParameter(description="Pricing kind.")] = None,
         since: Annotated[
             datetime | None,
             QueryParameter(description="Observed at or after (ISO 8601 with zone)."),

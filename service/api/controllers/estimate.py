@@ -13,8 +13,8 @@ from service.api.headers import catalog_headers
 from service.api.openapi_docs import POSITIVE, json_body, problems, success
 from service.api.schemas.estimate import EstimateIn, EstimateOut
 from service.api.schemas.models import ModelListOut, ModelOut
-from service.api.schemas.plans import EngineWire, KvPrecisionWire, PrecisionWire
 from service.domain.models import PRESETS, preset_aliases, resolve_model
+from service.domain.vocabulary import Engine, KvPrecision, Precision
 from service.usecases.estimating import EstimatingService
 
 
@@ -69,9 +69,9 @@ class EstimateController(Controller):
         prompt_tokens: Annotated[int, QueryParameter(ge=1, le=2_000_000)],
         output_tokens: Annotated[int, QueryParameter(ge=1, le=2_000_000)],
         tensor_parallel: Annotated[int | None, QueryParameter(ge=1, le=72)] = None,
-        precision: Annotated[PrecisionWire, QueryParameter()] = "bf16",
-        kv_cache_precision: Annotated[KvPrecisionWire, QueryParameter()] = "bf16",
-        engine: Annotated[EngineWire, QueryParameter()] = "vllm",
+        precision: Annotated[Precision, QueryParameter()] = "bf16",
+        kv_cache_precision: Annotated[KvPrecision, QueryParameter()] = "bf16",
+        engine: Annotated[Engine, QueryParameter()] = "vllm",
         concurrency: Annotated[int | None, QueryParameter(ge=1, le=100_000)] = None,
         qps: Annotated[
             float | None, QueryParameter(gt=0, schema_extra=POSITIVE, le=1_000_000)

@@ -27,17 +27,14 @@ from service.api.schemas.plans import (
     BudgetIn,
     CanonicalMemo,
     ConstraintsIn,
-    EngineWire,
-    KvPrecisionWire,
     PlanOut,
     PlanRequestIn,
-    PrecisionWire,
-    PricingWire,
     SloIn,
     WorkloadIn,
 )
 from service.domain.errors import DomainError
 from service.domain.planner import Plan
+from service.domain.vocabulary import Engine, KvPrecision, Precision, PricingChoice
 from service.usecases.planning import PlanAnswer, PlanningService, UnknownPlan, plan_id_for
 
 Format = Literal["json", "text", "flat"]
@@ -231,10 +228,10 @@ class PlansController(Controller):
         providers: Annotated[
             str | None, QueryParameter(max_length=2000, description="Comma-separated.")
         ] = None,
-        pricing: Annotated[PricingWire, QueryParameter()] = "on_demand",
-        precision: Annotated[PrecisionWire, QueryParameter()] = "bf16",
-        kv_cache_precision: Annotated[KvPrecisionWire, QueryParameter()] = "bf16",
-        engine: Annotated[EngineWire, QueryParameter()] = "vllm",
+        pricing: Annotated[PricingChoice, QueryParameter()] = "on_demand",
+        precision: Annotated[Precision, QueryParameter()] = "bf16",
+        kv_cache_precision: Annotated[KvPrecision, QueryParameter()] = "bf16",
+        engine: Annotated[Engine, QueryParameter()] = "vllm",
         headroom: Annotated[float, QueryParameter(ge=0, schema_extra=NON_NEGATIVE, le=10)] = 0.0,
         min_replicas: Annotated[
             int, QueryParameter(ge=0, schema_extra=NON_NEGATIVE, le=100_000)

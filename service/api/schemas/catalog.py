@@ -11,10 +11,10 @@ from msgspec import Meta
 from service.api.schemas.common import LongText, Name, Slug, WireIn, WireOut
 from service.domain.catalog import GpuSpec, PricePoint, PricingKind
 from service.domain.errors import InvalidInput
+from service.domain.vocabulary import PriceKindName
 from service.store.repositories import CatalogSummary, IngestResult, PricePage
 from service.usecases.catalog import GpuListing
 
-PricingKindWire = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "purchase"]
 Tflops = (
     Annotated[
         float,
@@ -192,7 +192,7 @@ class PriceObservationIn(WireIn, kw_only=True):
     gpu: Annotated[str, Meta(min_length=1, max_length=64, description="GPU id or alias.")]
     provider: Slug
     region: Annotated[str, Meta(min_length=1, max_length=64, examples=["us-east-1"])]
-    kind: PricingKindWire
+    kind: PriceKindName
     usd: Annotated[
         float, Meta(gt=0, le=10_000_000, description="USD per GPU-hour (per card for purchase).")
     ]
@@ -250,7 +250,7 @@ class PriceOut(WireOut, kw_only=True):
     gpu: str
     provider: str
     region: str
-    kind: PricingKindWire
+    kind: PriceKindName
     usd: float
     unit: Literal["gpu_hour", "card"]
     instance_type: str

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated
 
 from msgspec import Meta
 
 from service.api.schemas.common import Gigabytes, Millis, ReqPerS, WireIn, WireOut
 from service.api.schemas.models import ModelIn, resolve
-from service.api.schemas.plans import EngineWire, GpuName, KvPrecisionWire, PrecisionWire, Tokens
+from service.api.schemas.plans import GpuName, Tokens
+from service.domain.vocabulary import Bottleneck, Engine, KvPrecision, Precision
 from service.usecases.estimating import EstimateAnswer, EstimateQuery
 
 
@@ -26,9 +27,9 @@ class EstimateIn(WireIn, kw_only=True):
         ]
         | None
     ) = None
-    precision: PrecisionWire = "bf16"
-    kv_cache_precision: KvPrecisionWire = "bf16"
-    engine: EngineWire = "vllm"
+    precision: Precision = "bf16"
+    kv_cache_precision: KvPrecision = "bf16"
+    engine: Engine = "vllm"
     prompt_tokens: Tokens
     output_tokens: Tokens
     concurrency: (
@@ -98,7 +99,7 @@ class EstimateOut(WireOut, kw_only=True):
         float, Meta(description="Output tokens per second, whole replica.")
     ]
     requests_per_s: ReqPerS
-    bottleneck: Literal["compute", "memory_bandwidth", "interconnect", "kv_capacity"]
+    bottleneck: Bottleneck
     memory: MemoryOut
     latency: LatencyOut | None
     assumptions: list[str]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import msgspec
 from msgspec import Meta
@@ -10,6 +10,7 @@ from msgspec import Meta
 from service.api.schemas.common import WireIn, WireOut
 from service.domain.errors import InvalidInput
 from service.domain.models import ModelArch, ResolvedModel, param_counts, resolve_model
+from service.domain.vocabulary import AttentionKind
 
 PositiveInt = Annotated[int, Meta(ge=1, le=10_000_000)]
 Count = Annotated[int, Meta(ge=0, le=10_000_000)]
@@ -49,7 +50,7 @@ class ModelSpecIn(WireIn, kw_only=True):
     n_shared_experts: Count | None = None
     moe_ffn_size: Count | None = None
     first_k_dense_layers: Count | None = None
-    attention: Literal["mha", "gqa", "mla"] | None = None
+    attention: AttentionKind | None = None
     kv_lora_rank: Count | None = None
     qk_rope_head_dim: Count | None = None
     tie_embeddings: bool | None = None

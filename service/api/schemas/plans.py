@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import msgspec
 from msgspec import Meta
@@ -23,30 +23,30 @@ from service.api.schemas.models import ModelIn, canonical_model, resolve
 from service.domain.catalog import CatalogSnapshot
 from service.domain.errors import InvalidInput
 from service.domain.perfmodel import Slo
-from service.domain.planner.types import (
+from service.domain.planner.request import (
     HOURS_PER_MONTH,
-    Alternative,
-    Fleet,
-    FleetLine,
     OwnedCost,
-    Plan,
     PlanConstraints,
     PlanRequest,
     Pricing,
     WorkloadBucket,
+)
+from service.domain.planner.result import Alternative, Fleet, FleetLine, Plan
+from service.domain.vocabulary import (
+    Engine,
+    KvPrecision,
+    PlanStatusName,
+    Precision,
+    PricingChoice,
+    TensorParallel,
 )
 
 MAX_BUCKETS = 16
 MAX_TOKENS = 2_000_000
 SHARE_TOLERANCE = 1e-6
 
-PrecisionWire = Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"]
-KvPrecisionWire = Literal["bf16", "fp16", "fp8"]
-EngineWire = Literal["vllm", "trtllm", "sglang", "tgi"]
-PricingWire = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "owned"]
 Tokens = Annotated[int, Meta(ge=1, le=MAX_TOKENS, description="Tokens per request.")]
 Ms = Annotated[float, Meta(gt=0, le=3_600_000, description="Milliseconds.")]
-TensorParallel = Literal[1, 2, 4, 8, 16, 32, 64, 72]
 GpuName = Annotated[str, Meta(min_length=1, max_length=64, description="GPU id or alias.")]
 
 
@@ -111,7 +111,7 @@ class ConstraintsIn(WireIn, kw_only=True):
         ]
         | None
     ) = None
-    pricing: PricingWire = "on_demand"
+    pricing: PricingChoice = "on_demand"
     max_cards: Annotated[
         dict[GpuName, Annotated[int, Meta(ge=0, le=1_000_000)]],
         Meta(max_length=64, description="Availability cap in cards per GPU id or alias."),
@@ -132,9 +132,9 @@ class PlanRequestIn(WireIn, kw_only=True):
     """A fleet request."""
 
     model: ModelIn
-    precision: PrecisionWire = "bf16"
-    kv_cache_precision: KvPrecisionWire = "bf16"
-    engine: EngineWire = "vllm"
+    precision: Precision = "bf16"
+    kv_cache_precision: KvPrecision = "bf16"
+    engine: Engine = "vllm"
     workload: WorkloadIn
     slo: SloIn = msgspec.field(default_factory=SloIn)
     budget: BudgetIn | None = None
@@ -434,7 +434,7 @@ class PlanOut(WireOut, kw_only=True):
     """A solved plan. Identical requests at the same catalog revision give identical bytes."""
 
     plan_id: str
-    status: Literal["optimal", "over_budget", "infeasible", "time_limit"]
+    status: PlanStatusName
     catalog_revision: int
     prices_as_of: datetime | None
     usd_per_hour: UsdPerHour | None

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from service.domain.perfmodel import constants as _constants
-from service.domain.perfmodel.types import Engine
+from service.domain.perfmodel.values import Engine
 
 
 @dataclass(frozen=True, slots=True)

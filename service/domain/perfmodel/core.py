@@ -62,7 +62,7 @@ from service.domain.perfmodel.hardware import (
     memory_bytes,
     precision_plan,
 )
-from service.domain.perfmodel.types import Deployment
+from service.domain.perfmodel.values import Deployment
 
 ACT_BYTES = 2.0  # activations travel in 16-bit between layers
 LOGIT_BYTES = 4.0  # fp32 logits buffer

@@ -30,7 +30,7 @@ from functools import lru_cache
 from typing import Literal
 
 from service.domain.catalog import GpuSpec
-from service.domain.perfmodel.types import KvPrecision, Precision
+from service.domain.perfmodel.values import KvPrecision, Precision
 
 Generation = Literal[
     "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna3", "gaudi3", "other"

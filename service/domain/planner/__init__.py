@@ -6,21 +6,23 @@ Public API::
 """
 
 from service.domain.planner.plan import plan
-from service.domain.planner.types import (
+from service.domain.planner.request import (
     HOURS_PER_MONTH,
+    OwnedCost,
+    PlanConstraints,
+    PlanRequest,
+    Pricing,
+    WorkloadBucket,
+)
+from service.domain.planner.result import (
     Alternative,
     BucketSummary,
     Fleet,
     FleetLine,
-    OwnedCost,
     Plan,
-    PlanConstraints,
-    PlanRequest,
     PlanStatus,
-    Pricing,
     Rejection,
     Savings,
-    WorkloadBucket,
 )
 
 __all__ = [

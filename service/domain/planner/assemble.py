@@ -13,12 +13,8 @@ from service.domain.perfmodel import (
     estimate,
 )
 from service.domain.planner.candidates import Candidate, Candidates
-from service.domain.planner.types import (
-    Alternative,
-    Fleet,
-    FleetLine,
-    PlanRequest,
-)
+from service.domain.planner.request import PlanRequest
+from service.domain.planner.result import Alternative, Fleet, FleetLine
 from service.domain.solver import (
     FleetProblem,
     FleetSolution,

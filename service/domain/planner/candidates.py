@@ -12,10 +12,8 @@ from service.domain.perfmodel import (
     max_qps_under_slo,
 )
 from service.domain.planner.offers import Offer, offers_for
-from service.domain.planner.types import (
-    PlanRequest,
-    Rejection,
-)
+from service.domain.planner.request import PlanRequest
+from service.domain.planner.result import Rejection
 from service.domain.solver import (
     Bucket,
     FleetOption,

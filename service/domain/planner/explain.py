@@ -7,16 +7,8 @@ from service.domain.perfmodel import (
     estimate,
 )
 from service.domain.planner.candidates import Candidates
-from service.domain.planner.types import (
-    HOURS_PER_MONTH,
-    Alternative,
-    Fleet,
-    FleetLine,
-    PlanRequest,
-    Pricing,
-    Rejection,
-    Savings,
-)
+from service.domain.planner.request import HOURS_PER_MONTH, PlanRequest, Pricing
+from service.domain.planner.result import Alternative, Fleet, FleetLine, Rejection, Savings
 from service.domain.solver import (
     FleetProblem,
     FleetSolution,

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from service.domain.catalog import GpuSpec, PricePoint, PricingKind
-from service.domain.planner.types import HOURS_PER_MONTH, OwnedCost, PlanConstraints, Pricing
+from service.domain.planner.request import HOURS_PER_MONTH, OwnedCost, PlanConstraints, Pricing
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,14 +33,8 @@ from service.domain.planner.explain import (
     no_candidates_sentence,
     single_type_rejection,
 )
-from service.domain.planner.types import (
-    BucketSummary,
-    Plan,
-    PlanRequest,
-    PlanStatus,
-    Rejection,
-    Savings,
-)
+from service.domain.planner.request import PlanRequest
+from service.domain.planner.result import BucketSummary, Plan, PlanStatus, Rejection, Savings
 from service.domain.solver import max_qps_within_budget, solve_fleet
 
 

@@ -24,7 +24,7 @@ from service.domain.solver.milp import (
     solve_fleet,
     solve_single_type,
 )
-from service.domain.solver.types import (
+from service.domain.solver.problem import (
     Bucket,
     FleetOption,
     FleetProblem,

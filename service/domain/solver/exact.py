@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from service.domain.solver.candidates import (
+from service.domain.solver.prune import (
     Canon,
     Fleet,
     Selection,

@@ -42,7 +42,7 @@ Numerics: C1 rows are divided by D[s] (dimensionless fractions). With a single d
 shape, C1 and C2 are passed in their aggregate, pure-integer form ``sum_g cap[s,g] x[g] >= D[s]``
 (the same feasible fleets; HiGHS solves it 2-4x faster) and the load is split over the
 units in proportion to capacity. Costs are exact integers in
-*cost units* of 10**-k USD/hour (:func:`candidates.quantise_costs`; k <= 6, almost always the
+*cost units* of 10**-k USD/hour (:func:`prune.quantise_costs`; k <= 6, almost always the
 number of decimals prices are quoted with), so two fleets' costs are equal or at least one cost
 unit apart.
 
@@ -69,7 +69,7 @@ dearer or with more cards (solver tolerance). Fleets equal in cost and cards are
 determinism alone: buckets and options are sorted by key before the model is built and HiGHS is
 deterministic, so the same problem, in any input order, yields the same bytes.
 
-Before building, dominated options are removed (:func:`candidates.dominated`: dropping them
+Before building, dominated options are removed (:func:`prune.dominated`: dropping them
 never changes the optimal cost or card count), and a scope left with one or two options (per GPU
 when one type is required) is solved exactly without HiGHS (:mod:`exact`).
 
@@ -88,8 +88,17 @@ import numpy as np
 from scipy import sparse
 
 from service.domain.errors import InvalidInput
-from service.domain.solver import explain
-from service.domain.solver.candidates import (
+from service.domain.solver import diagnose
+from service.domain.solver.exact import exact_fleet
+from service.domain.solver.highs import MilpModel, MilpResult, Outcome, solve_milp
+from service.domain.solver.problem import (
+    FleetProblem,
+    FleetSolution,
+    Reason,
+    ReasonCode,
+    SolveStatus,
+)
+from service.domain.solver.prune import (
     Canon,
     Fleet,
     FloatArray,
@@ -100,15 +109,6 @@ from service.domain.solver.candidates import (
     load_units,
     need_units,
     select,
-)
-from service.domain.solver.exact import exact_fleet
-from service.domain.solver.highs import MilpModel, MilpResult, Outcome, solve_milp
-from service.domain.solver.types import (
-    FleetProblem,
-    FleetSolution,
-    Reason,
-    ReasonCode,
-    SolveStatus,
 )
 
 # Reported load-within-budget is rounded down by this fraction (solver feasibility tolerance).
@@ -497,7 +497,7 @@ def _solution(
         cards=tuple(sorted(cards_per_gpu.items())),
         served_qps=tuple(sorted(served)),
         utilization=utilization,
-        binding=explain.active_constraints(canon, fleet.x, _cost_units(canon, fleet)),
+        binding=diagnose.active_constraints(canon, fleet.x, _cost_units(canon, fleet)),
         mip_gap=mip_gap,
         reasons=reasons,
     )
@@ -517,7 +517,7 @@ def _empty_fleet(canon: Canon) -> Fleet:
 def _minimum_cost_fleet(canon: Canon, gpu_id: str | None) -> FleetSolution:
     """The cheapest fleet in scope (all options, or ``gpu_id``'s), before the budget check:
     coverage reasons, pruning, the exact path or the MILP (with its tie-break), diagnosis."""
-    reasons = explain.coverage_reasons(canon, gpu_id)
+    reasons = diagnose.coverage_reasons(canon, gpu_id)
     if reasons:
         return _infeasible(reasons)
     sel = select(canon, Mode.COST, gpu_id)
@@ -541,9 +541,9 @@ def _minimum_cost_fleet(canon: Canon, gpu_id: str | None) -> FleetSolution:
     if first.outcome is Outcome.INFEASIBLE:
         return _infeasible(_diagnose(canon, gpu_id))
     if first.outcome is Outcome.TIME_LIMIT_NO_SOLUTION:
-        return _infeasible((explain.time_limit_reason(),))
+        return _infeasible((diagnose.time_limit_reason(),))
     if first.x is None or first.outcome is Outcome.ERROR:
-        return _infeasible((explain.solver_error_reason(),))
+        return _infeasible((diagnose.solver_error_reason(),))
     fleet = _fleet_from(canon, lay, first.x)
     if first.outcome is Outcome.TIME_LIMIT_WITH_SOLUTION:
         return _solution(
@@ -551,7 +551,7 @@ def _minimum_cost_fleet(canon: Canon, gpu_id: str | None) -> FleetSolution:
             fleet,
             SolveStatus.TIME_LIMIT,
             mip_gap=first.mip_gap,
-            reasons=(explain.time_limit_reason(found=True),),
+            reasons=(diagnose.time_limit_reason(found=True),),
         )
     if not one_stage:
         fleet = _tiebreak(canon, model, lay, fleet)
@@ -589,7 +589,7 @@ def _with_budget(
     if canon.budget_units is None or cost_units <= canon.budget_units:
         return solution
     shortfall = solution.usd_per_hour - canon.budget_usd_per_hour
-    reason = explain.budget_reason(shortfall)
+    reason = diagnose.budget_reason(shortfall)
     status = SolveStatus.OVER_BUDGET if solution.status is SolveStatus.OPTIMAL else solution.status
     max_qps = _max_scale_qps(canon, gpu_id) if scale else None
     return replace(
@@ -609,7 +609,7 @@ def _diagnose(canon: Canon, gpu_id: str | None) -> tuple[Reason, ...]:
     grow (elastic solve: caps soft, minimise cards over them) and, for single-type problems,
     whether a mix would fit."""
     reasons: list[Reason] = []
-    min_rep = explain.min_replicas_reason(canon, gpu_id)
+    min_rep = diagnose.min_replicas_reason(canon, gpu_id)
     if min_rep is not None:
         reasons.append(min_rep)
     sel = select(canon, Mode.ELASTIC, gpu_id)
@@ -620,13 +620,13 @@ def _diagnose(canon: Canon, gpu_id: str | None) -> tuple[Reason, ...]:
             for k, cap_row in enumerate(caps):
                 excess = float(result.x[lay.e0 + k])
                 if excess > 0.5:
-                    reasons.append(explain.cap_reason(cap_row.code, cap_row.subject, excess))
+                    reasons.append(diagnose.cap_reason(cap_row.code, cap_row.subject, excess))
         elif result.outcome is Outcome.TIME_LIMIT_NO_SOLUTION:
-            reasons.append(explain.time_limit_reason())
+            reasons.append(diagnose.time_limit_reason())
         if gpu_id is None and not canon.allow_mix and len(canon.gpus) > 1 and _mix_fits(canon):
-            reasons.append(explain.single_type_reason())
+            reasons.append(diagnose.single_type_reason())
     if not reasons:
-        reasons.append(explain.solver_error_reason())
+        reasons.append(diagnose.solver_error_reason())
     return tuple(reasons)
 
 
@@ -654,7 +654,7 @@ def _max_scale(canon: Canon, gpu_id: str | None) -> tuple[float, MilpResult | No
     units host ``min_replicas``."""
     if not bool(canon.demanded.any()) or canon.budget_units is None:
         return 0.0, None
-    if explain.coverage_reasons(canon, gpu_id):
+    if diagnose.coverage_reasons(canon, gpu_id):
         return 0.0, None
     sel = select(canon, Mode.SCALE, gpu_id)
     if sel.size == 0:

@@ -1,6 +1,6 @@
 """What-if re-solves: how much each constraint costs.
 
-Separate from :mod:`explain` because it solves again (one MILP per constraint): the planner
+Separate from :mod:`diagnose` because it solves again (one MILP per constraint): the planner
 calls it when it wants sentences like "the 16-card cap on h100-sxm adds 3.20 USD/hour".
 A cap can be costly without being active (it may push the fleet off a GPU entirely), so by
 default every cap in the problem is priced, not only the binding labels.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from service.domain.solver.milp import solve_fleet
-from service.domain.solver.types import FleetOption, FleetProblem, FleetSolution, SolveStatus
+from service.domain.solver.problem import FleetOption, FleetProblem, FleetSolution, SolveStatus
 
 
 def constraint_labels(problem: FleetProblem) -> tuple[str, ...]:

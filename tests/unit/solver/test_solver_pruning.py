@@ -19,9 +19,9 @@ from service.domain.solver import (
     max_qps_within_budget,
     solve_fleet,
 )
-from service.domain.solver import candidates as candidates_module
 from service.domain.solver import exact as exact_module
-from service.domain.solver.candidates import (
+from service.domain.solver import prune as prune_module
+from service.domain.solver.prune import (
     Mode,
     canonicalize,
     dominated,
@@ -37,8 +37,8 @@ def _no_pruning(monkeypatch: pytest.MonkeyPatch) -> None:
     def keep_all(canon: object, cols: np.ndarray, *args: object, **kwargs: object) -> np.ndarray:
         return np.zeros(cols.size, dtype=np.bool_)
 
-    monkeypatch.setattr(candidates_module, "dominated", keep_all)
-    monkeypatch.setattr(candidates_module, "same_group_dominated", keep_all)
+    monkeypatch.setattr(prune_module, "dominated", keep_all)
+    monkeypatch.setattr(prune_module, "same_group_dominated", keep_all)
 
 
 def _summary(solution: FleetSolution) -> tuple[SolveStatus, int, int]:

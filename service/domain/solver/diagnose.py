@@ -11,14 +11,14 @@ import math
 
 import numpy as np
 
-from service.domain.solver.candidates import (
+from service.domain.solver.problem import Reason, ReasonCode
+from service.domain.solver.prune import (
     Canon,
     FloatArray,
     IntArray,
     cap_bound,
     usable_options,
 )
-from service.domain.solver.types import Reason, ReasonCode
 
 # Card caps up to this many cards get the exact knapsack in :func:`max_replicas_allowed`
 # (one numpy pass over ``cards + 1`` entries per binary chunk of an option's unit bound).

@@ -8,18 +8,17 @@ over ``tensor_parallel`` cards.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 from service.domain.catalog import GpuSpec
-
-Precision = Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"]
-KvPrecision = Literal["bf16", "fp16", "fp8"]
-Engine = Literal["vllm", "trtllm", "sglang", "tgi"]
-Bottleneck = Literal["compute", "memory_bandwidth", "interconnect", "kv_capacity"]
-
-PRECISIONS: tuple[Precision, ...] = ("bf16", "fp16", "fp8", "int8", "int4", "fp4")
-KV_PRECISIONS: tuple[KvPrecision, ...] = ("bf16", "fp16", "fp8")
-ENGINES: tuple[Engine, ...] = ("vllm", "trtllm", "sglang", "tgi")
+from service.domain.vocabulary import (
+    ENGINES,
+    KV_PRECISIONS,
+    PRECISIONS,
+    Bottleneck,
+    Engine,
+    KvPrecision,
+    Precision,
+)
 
 __all__ = [
     "ENGINES",

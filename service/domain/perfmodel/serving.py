@@ -74,7 +74,7 @@ from service.domain.perfmodel.core import (
     tokens_per_sequence,
     usable_bytes,
 )
-from service.domain.perfmodel.types import (
+from service.domain.perfmodel.values import (
     PRECISIONS,
     Bottleneck,
     Capacity,

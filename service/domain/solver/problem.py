@@ -261,7 +261,7 @@ class FleetSolution:
     * ``binding``: labels of the constraints active at this fleet, sorted: ``demand:<bucket>``
       (always, for demanded buckets), ``max_cards:<gpu_id>``, ``max_replicas:<option>``,
       ``min_replicas``, ``budget``. Active means tight, not necessarily costly:
-      :func:`service.domain.solver.explain.relaxation_savings` prices each one.
+      :func:`service.domain.solver.diagnose.relaxation_savings` prices each one.
     * ``max_qps_within_budget``: total offered load in requests/s, BEFORE headroom, that the
       budget can serve with the same shape mix (``None`` when not computed).
     * ``mip_gap``: relative gap HiGHS reported (0.0 when proven optimal).

@@ -1,0 +1,36 @@
+"""The closed vocabularies of gpuplan, each defined once: wire types, database checks, CLI
+choices and the performance model all import these names.
+
+Adding a value here is the whole change for a spelling; what a new engine or precision *means*
+lives in ``perfmodel`` (see CONTRIBUTING.md for the checklists).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+Precision = Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"]
+"""Weight (and, where the card supports it, GEMM compute) format."""
+KvPrecision = Literal["bf16", "fp16", "fp8"]
+"""KV-cache element format."""
+Engine = Literal["vllm", "trtllm", "sglang", "tgi"]
+"""Serving engine whose calibrated constants an estimate uses."""
+Bottleneck = Literal["compute", "memory_bandwidth", "interconnect", "kv_capacity"]
+"""What limits one engine iteration (or the batch) at the estimated operating point."""
+AttentionKind = Literal["mha", "gqa", "mla"]
+"""Multi-head, grouped-query or multi-head latent attention."""
+TensorParallel = Literal[1, 2, 4, 8, 16, 32, 64, 72]
+"""Tensor-parallel degrees a request may allow."""
+PricingChoice = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "owned"]
+"""How a fleet request pays for cards (``owned`` amortises purchase prices)."""
+PriceKindName = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "purchase"]
+"""The kind of one price observation in the catalog (``purchase`` is per card, not per hour)."""
+PlanStatusName = Literal["optimal", "over_budget", "infeasible", "time_limit"]
+"""The outcome of a plan solve."""
+
+PRECISIONS: tuple[Precision, ...] = get_args(Precision)
+KV_PRECISIONS: tuple[KvPrecision, ...] = get_args(KvPrecision)
+ENGINES: tuple[Engine, ...] = get_args(Engine)
+TENSOR_PARALLEL_DEGREES: tuple[TensorParallel, ...] = get_args(TensorParallel)
+PRICING_CHOICES: tuple[PricingChoice, ...] = get_args(PricingChoice)
+PRICE_KIND_NAMES: tuple[PriceKindName, ...] = get_args(PriceKindName)
