@@ -72,7 +72,7 @@ def instance(
                         tensor_parallel=tp,
                         usd_per_hour=round(price * tp, 4),
                         capacity_qps=caps,
-                        max_replicas=rng.randint(2, 30) if rng.random() < 0.03 else None,
+                        max_units=rng.randint(2, 30) if rng.random() < 0.03 else None,
                     )
                 )
                 if packed and tp < 8:
@@ -84,7 +84,7 @@ def instance(
                             tensor_parallel=8,
                             usd_per_hour=round(price * 8 * rng.uniform(0.8, 1.05), 4),
                             capacity_qps=tuple(round(c * per, 4) for c in caps),
-                            max_replicas=rng.randint(1, 8) if rng.random() < 0.03 else None,
+                            max_units=rng.randint(1, 8) if rng.random() < 0.03 else None,
                             replicas_per_unit=per,
                         )
                     )

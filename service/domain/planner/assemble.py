@@ -56,7 +56,7 @@ def assemble_fleet(
         served.setdefault(option_key, {})[bucket_key] = rate / headroom
     bucket_index = {b.key: i for i, b in enumerate(request.buckets)}
     lines = []
-    for option_key, units in solution.replicas:
+    for option_key, units in solution.units:
         cand = candidates.items[option_key]
         per_bucket = served.get(option_key, {})
         replicas = units * cand.replicas_per_unit
@@ -146,10 +146,10 @@ def latency_at(
 def fleet_capacity(request: PlanRequest, candidates: Candidates, solution: FleetSolution) -> float:
     """The most total QPS (same bucket mix) the chosen units carry within the SLO: an LP over
     the assignment with the unit counts fixed (maximise the scale ``lam`` of the demand)."""
-    keys = [k for k, _ in solution.replicas]
+    keys = [k for k, _ in solution.units]
     if not keys:
         return 0.0
-    units = dict(solution.replicas)
+    units = dict(solution.units)
     shares = [b.share for b in request.buckets]
     if len(keys) == 1:
         # One line serves every bucket: its time budget bounds the mix, lam * sum(share/cap) <= x.

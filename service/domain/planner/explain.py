@@ -229,9 +229,7 @@ def assumptions(
             f"Owned cards: purchase price amortised over {o.amortization_months:g} months plus "
             f"power at TDP x PUE {o.pue:g} x {o.usd_per_kwh:g} USD/kWh."
         )
-    keys = (
-        [k for k, _ in solution.replicas] if solution is not None else sorted(candidates.items)[:1]
-    )
+    keys = [k for k, _ in solution.units] if solution is not None else sorted(candidates.items)[:1]
     shape = RequestShape(request.buckets[0].prompt_tokens, request.buckets[0].output_tokens)
     deployments = dict.fromkeys(candidates.items[k].deployment for k in keys)
     for dep in deployments:

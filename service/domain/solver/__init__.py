@@ -11,7 +11,7 @@ Public API::
 
 The solver counts *units* (what is billed: one replica, or a cloud instance hosting
 ``FleetOption.replicas_per_unit`` model replicas on ``tensor_parallel`` cards);
-``min_replicas`` counts model replicas. ``FleetSolution.replicas`` is ``(option key, units)``;
+``min_replicas`` counts model replicas. ``FleetSolution.units`` is ``(option key, units)``;
 ``FleetSolution.model_replicas`` / ``total_replicas`` count model replicas.
 
 The formulation (notation, units, objective, constraints C1-C6, tie-break) is in

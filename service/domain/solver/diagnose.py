@@ -1,7 +1,7 @@
 """Explanations: which constraints are active at a fleet, and why a problem has no fleet.
 
 Binding labels (also :attr:`Reason.label` spellings): ``demand:<bucket>``,
-``max_cards:<gpu_id>``, ``max_replicas:<option key>``, ``min_replicas``, ``budget``.
+``max_cards:<gpu_id>``, ``max_units:<option key>``, ``min_replicas``, ``budget``.
 Pure functions over the canonical arrays; no solver calls here.
 """
 
@@ -30,7 +30,7 @@ def active_constraints(canon: Canon, x: IntArray, cost_units: float) -> tuple[st
 
     * ``demand:<bucket>`` for every demanded bucket (C1 is an equality: always active);
     * ``max_cards:<gpu>`` when the GPU's cards equal its cap (cap > 0);
-    * ``max_replicas:<option>`` when the option's units equal its unit cap (cap > 0);
+    * ``max_units:<option>`` when the option's units equal its unit cap (cap > 0);
     * ``min_replicas`` when the fleet hosts exactly ``min_replicas`` model replicas (> 0),
       ``sum_g rpu[g] * x[g]``;
     * ``budget`` when the fleet costs the budget or more (``cost_units`` in cost units).
@@ -43,9 +43,9 @@ def active_constraints(canon: Canon, x: IntArray, cost_units: float) -> tuple[st
     card_capped = np.isfinite(canon.card_cap) & (canon.card_cap > 0)
     for i in np.flatnonzero(card_capped & (cards == canon.card_cap)):
         labels.append(f"max_cards:{canon.gpus[i]}")
-    rep_capped = np.isfinite(canon.max_rep) & (canon.max_rep > 0)
-    for g in np.flatnonzero(rep_capped & (x == canon.max_rep)):
-        labels.append(f"max_replicas:{canon.keys[g]}")
+    unit_capped = np.isfinite(canon.max_units) & (canon.max_units > 0)
+    for g in np.flatnonzero(unit_capped & (x == canon.max_units)):
+        labels.append(f"max_units:{canon.keys[g]}")
     if canon.min_replicas > 0 and int(np.dot(x, canon.rpu)) == canon.min_replicas:
         labels.append("min_replicas")
     if canon.budget_units is not None and cost_units >= canon.budget_units:
@@ -114,7 +114,7 @@ def max_replicas_allowed(canon: Canon, gpu_id: str | None) -> float:
     demand.
 
     Per GPU that is a bounded knapsack (cards ``tp[g]`` per unit, value ``rpu[g]`` per unit,
-    ``x[g] <= min(max_replicas, floor(K / tp[g]))``), solved exactly by
+    ``x[g] <= min(max_units, floor(K / tp[g]))``), solved exactly by
     :func:`_most_replicas_on_gpu`. Single-type problems take the best GPU; mixes add them up.
     """
     usable = usable_options(canon, gpu_id)
@@ -197,7 +197,7 @@ def min_replicas_reason(canon: Canon, gpu_id: str | None) -> Reason | None:
 
 def cap_reason(code: ReasonCode, subject: str, excess: float) -> Reason:
     """A cap that must grow by ``excess`` (cards for ``max_cards``, units of the option for
-    ``max_replicas``, rounded up) for the demand to fit."""
+    ``max_units``, rounded up) for the demand to fit."""
     amount = float(math.ceil(excess - 1e-6))
     unit = "cards" if code is ReasonCode.MAX_CARDS else "units"
     return Reason(

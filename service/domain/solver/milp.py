@@ -13,7 +13,7 @@ Notation (indices: ``s`` bucket, ``g`` option, ``i`` GPU id; ``gpu(g)`` is optio
     c[g]     USD/hour per unit of g (FleetOption.usd_per_hour > 0)
     tp[g]    cards per unit of g (FleetOption.tensor_parallel)
     r[g]     model replicas per unit of g (FleetOption.replicas_per_unit >= 1)
-    u[g]     unit cap of offer g (FleetOption.max_replicas, in units; inf if none)
+    u[g]     unit cap of offer g (FleetOption.max_units, in units; inf if none)
     K[i]     card cap of GPU i (max_cards, inf if none)
     m        min_replicas (model replicas);  B  budget, USD/hour
 
@@ -259,7 +259,7 @@ def _core_rows(canon: Canon, lay: _Layout, *, scale_col: int | None, soft_caps: 
 
     # C3 availability: cards per GPU, sum tp[g] x[g] <= K[i] (unit caps u[g] are bounds);
     # elastic: every cap gets a slack column, x[g] - f[g] <= u[g] for unit caps.
-    for k, cap_row in enumerate(_cap_rows(canon, sel, include_replicas=soft_caps)):
+    for k, cap_row in enumerate(_cap_rows(canon, sel, include_unit_caps=soft_caps)):
         cols, vals = cap_row.cols, cap_row.coef
         if soft_caps:
             cols = np.append(cols, lay.e0 + k)
@@ -387,7 +387,7 @@ def _scale_model(canon: Canon, sel: Selection) -> tuple[MilpModel, _Layout]:
 class _CapRow:
     """One C3 row ``sum coef * x[cols] <= limit`` (selection columns) and what it stands for."""
 
-    code: ReasonCode  # MAX_CARDS (cards of a GPU) or MAX_REPLICAS (units of an offer)
+    code: ReasonCode  # MAX_CARDS (cards of a GPU) or MAX_UNITS (units of an offer)
     subject: str
     cols: IntArray
     coef: FloatArray
@@ -395,9 +395,9 @@ class _CapRow:
     cards_per_unit: float  # cards one unit of slack stands for (1, or tp for unit caps)
 
 
-def _cap_rows(canon: Canon, sel: Selection, *, include_replicas: bool) -> list[_CapRow]:
+def _cap_rows(canon: Canon, sel: Selection, *, include_unit_caps: bool) -> list[_CapRow]:
     """C3 rows that can bind within the variable bounds: card caps per GPU and, when
-    ``include_replicas`` (elastic), unit caps per offer (otherwise those are bounds)."""
+    ``include_unit_caps`` (elastic), unit caps per offer (otherwise those are bounds)."""
     out: list[_CapRow] = []
     gpu_sel = canon.gpu_of[sel.cols]
     tp_sel = canon.tp[sel.cols].astype(np.float64)
@@ -408,13 +408,13 @@ def _cap_rows(canon: Canon, sel: Selection, *, include_replicas: bool) -> list[_
             out.append(
                 _CapRow(ReasonCode.MAX_CARDS, canon.gpus[int(i)], mine, tp_sel[mine], k_i, 1.0)
             )
-    if include_replicas:
+    if include_unit_caps:
         for j in range(sel.size):
-            u_g = float(canon.max_rep[sel.cols[j]])
+            u_g = float(canon.max_units[sel.cols[j]])
             if math.isfinite(u_g) and u_g < sel.upper[j]:
                 out.append(
                     _CapRow(
-                        ReasonCode.MAX_REPLICAS,
+                        ReasonCode.MAX_UNITS,
                         canon.keys[int(sel.cols[j])],
                         np.array([j], dtype=np.int64),
                         np.ones(1),
@@ -427,7 +427,7 @@ def _cap_rows(canon: Canon, sel: Selection, *, include_replicas: bool) -> list[_
 
 def _elastic_model(canon: Canon, sel: Selection) -> tuple[MilpModel, _Layout, list[_CapRow]]:
     """Diagnosis: caps become soft (C3 with slack columns); minimise cards over the caps."""
-    caps = _cap_rows(canon, sel, include_replicas=True)
+    caps = _cap_rows(canon, sel, include_unit_caps=True)
     lay = _layout(canon, sel, extra=len(caps))
     rows = _core_rows(canon, lay, scale_col=None, soft_caps=True)
     a, lo, hi = rows.matrix(lay.n_cols)
@@ -492,7 +492,7 @@ def _solution(
     return FleetSolution(
         status=status,
         usd_per_hour=usd,
-        replicas=tuple((canon.keys[g], int(x[g])) for g in used),
+        units=tuple((canon.keys[g], int(x[g])) for g in used),
         model_replicas=tuple((canon.keys[g], int(x[g]) * int(canon.rpu[g])) for g in used),
         cards=tuple(sorted(cards_per_gpu.items())),
         served_qps=tuple(sorted(served)),
@@ -584,8 +584,7 @@ def _with_budget(
     if canon.budget_usd_per_hour is None or not solution.has_fleet:
         return solution
     index = {key: g for g, key in enumerate(canon.keys)}
-    # solution.replicas is (option key, units): units times cost units per unit.
-    cost_units = math.fsum(float(canon.cost[index[key]]) * n for key, n in solution.replicas)
+    cost_units = math.fsum(float(canon.cost[index[key]]) * n for key, n in solution.units)
     if canon.budget_units is None or cost_units <= canon.budget_units:
         return solution
     shortfall = solution.usd_per_hour - canon.budget_usd_per_hour

@@ -60,8 +60,8 @@ class FleetOption:
       latency SLO when it serves only that shape; ``0.0`` means the unit cannot serve the shape
       at all. A unit that serves several shapes time-shares: rates ``r_s`` fit iff
       ``sum_s r_s / capacity_qps[s] <= 1``.
-    * ``max_replicas``: caps how many UNITS of this offer can be bought (offer availability;
-      ``None``: unbounded). Despite the name it counts units, not model replicas.
+    * ``max_units``: caps how many UNITS of this offer can be bought (offer availability;
+      ``None``: unbounded).
 
     With ``replicas_per_unit == 1`` (the default) a unit is one replica on ``tensor_parallel``
     cards, the model every field was first written for.
@@ -72,7 +72,7 @@ class FleetOption:
     tensor_parallel: int
     usd_per_hour: float
     capacity_qps: tuple[float, ...]
-    max_replicas: int | None = None
+    max_units: int | None = None
     replicas_per_unit: int = 1
 
     def __post_init__(self) -> None:
@@ -93,10 +93,10 @@ class FleetOption:
             )
         for qps in self.capacity_qps:
             _finite_non_negative(qps, "capacity_qps")
-        if self.max_replicas is not None and self.max_replicas < 0:
+        if self.max_units is not None and self.max_units < 0:
             raise InvalidInput(
-                f"option {self.key!r}: max_replicas must be >= 0, got {self.max_replicas}",
-                field="max_replicas",
+                f"option {self.key!r}: max_units must be >= 0, got {self.max_units}",
+                field="max_units",
             )
         if self.replicas_per_unit < 1:
             raise InvalidInput(
@@ -200,7 +200,7 @@ class ReasonCode(enum.StrEnum):
     * ``single_type``: empty; the single-type rule is what makes the demand unreachable (a mix
       of GPU types would meet it).
     * ``max_cards``: the gpu_id whose card cap is too low; ``shortfall`` = missing cards.
-    * ``max_replicas``: the option key whose unit cap (``FleetOption.max_replicas``) is too
+    * ``max_units``: the option key whose unit cap (``FleetOption.max_units``) is too
       low; ``shortfall`` = missing UNITS of that option.
     * ``min_replicas``: empty; the caps allow fewer model replicas than ``min_replicas``;
       ``shortfall`` = missing model replicas.
@@ -214,7 +214,7 @@ class ReasonCode(enum.StrEnum):
     NO_SINGLE_TYPE = "no_single_type"
     SINGLE_TYPE = "single_type"
     MAX_CARDS = "max_cards"
-    MAX_REPLICAS = "max_replicas"
+    MAX_UNITS = "max_units"
     MIN_REPLICAS = "min_replicas"
     BUDGET = "budget"
     TIME_LIMIT = "time_limit"
@@ -247,21 +247,20 @@ class FleetSolution:
     """The outcome of one solve.
 
     * ``usd_per_hour``: cost of the returned fleet (0.0 when there is none).
-    * ``replicas``: ``(option key, units)``: how many UNITS of each option to buy (not model
+    * ``units``: ``(option key, units)``: how many UNITS of each option to buy (not model
       replicas: a unit hosts ``replicas_per_unit`` of them), only counts > 0, sorted by key.
-      The name predates multi-replica units and is kept for compatibility.
+      :attr:`total_units` sums it.
     * ``model_replicas``: ``(option key, model replicas)``: the same options in the same order,
-      ``units * replicas_per_unit``. :attr:`total_replicas` sums it; :attr:`total_units` sums
-      ``replicas``.
+      ``units * replicas_per_unit``. :attr:`total_replicas` sums it.
     * ``cards``: ``(gpu_id, cards)``, only counts > 0, sorted by gpu_id.
     * ``served_qps``: ``(bucket key, option key, requests/s)`` sorted by keys; rates include
       headroom, so per bucket they add up to ``demand_qps * (1 + headroom)``.
     * ``utilization``: ``(option key, share)``: the fraction of the option's unit-time the
       served load uses, in [0, 1] (``sum_s served[s] / capacity[s] / units``).
     * ``binding``: labels of the constraints active at this fleet, sorted: ``demand:<bucket>``
-      (always, for demanded buckets), ``max_cards:<gpu_id>``, ``max_replicas:<option>``,
+      (always, for demanded buckets), ``max_cards:<gpu_id>``, ``max_units:<option>``,
       ``min_replicas``, ``budget``. Active means tight, not necessarily costly:
-      :func:`service.domain.solver.diagnose.relaxation_savings` prices each one.
+      :func:`service.domain.solver.whatif.relaxation_savings` prices each one.
     * ``max_qps_within_budget``: total offered load in requests/s, BEFORE headroom, that the
       budget can serve with the same shape mix (``None`` when not computed).
     * ``mip_gap``: relative gap HiGHS reported (0.0 when proven optimal).
@@ -270,7 +269,7 @@ class FleetSolution:
 
     status: SolveStatus
     usd_per_hour: float = 0.0
-    replicas: tuple[tuple[str, int], ...] = ()
+    units: tuple[tuple[str, int], ...] = ()
     cards: tuple[tuple[str, int], ...] = ()
     served_qps: tuple[tuple[str, str, float], ...] = ()
     utilization: tuple[tuple[str, float], ...] = ()
@@ -293,8 +292,8 @@ class FleetSolution:
 
     @property
     def total_units(self) -> int:
-        """Units (billed instances or replicas) in the fleet: sum of ``replicas``."""
-        return sum(n for _, n in self.replicas)
+        """Units (billed instances, or owned replicas) in the fleet: sum of ``units``."""
+        return sum(n for _, n in self.units)
 
     @property
     def total_cards(self) -> int:

@@ -4,7 +4,7 @@ selection of options (scope, caps, dominance pruning, variable bounds).
 Nothing here calls HiGHS. Units: demands and capacities in requests/s, costs in *cost units*
 (``usd_per_hour / unit_usd``, exact integers, see :func:`quantise_costs`), units, model
 replicas and cards as counts. ``x[g]`` always counts UNITS of option ``g`` (what is billed); a
-unit hosts ``rpu[g]`` model replicas on ``tp[g]`` cards (see :class:`types.FleetOption`).
+unit hosts ``rpu[g]`` model replicas on ``tp[g]`` cards (see :class:`problem.FleetOption`).
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ class Canon:
     * ``usd[g]``: USD/hour per unit; ``cost[g]``: the same in cost units (integers);
       ``unit_usd``: USD/hour per cost unit.
     * ``tp[g]``: cards per unit; ``rpu[g]``: model replicas per unit (``replicas_per_unit``).
-    * ``max_rep[g]``: unit cap (``max_replicas``, inf: none); ``card_cap[i]``: card cap of GPU
-      ``i`` (inf: none).
+    * ``max_units[g]``: unit cap (``FleetOption.max_units``, inf: none); ``card_cap[i]``: card
+      cap of GPU ``i`` (inf: none).
     * ``weight[g]``: tie-break weight: cards per unit (``tensor_parallel``).
     * ``min_replicas``: model replicas the fleet must host (C4 counts ``rpu[g] * x[g]``).
     * ``budget_units``: budget in cost units, rounded down (``None``: no budget).
@@ -73,7 +73,7 @@ class Canon:
     cost: FloatArray
     unit_usd: float
     cap: FloatArray
-    max_rep: FloatArray
+    max_units: FloatArray
     card_cap: FloatArray
     weight: FloatArray
     min_replicas: int
@@ -141,8 +141,8 @@ def canonicalize(problem: FleetProblem) -> Canon:
         [float(max_cards[gpu]) if gpu in max_cards else math.inf for gpu in gpus],
         dtype=np.float64,
     )
-    max_rep = np.array(
-        [math.inf if o.max_replicas is None else float(o.max_replicas) for o in options],
+    max_units = np.array(
+        [math.inf if o.max_units is None else float(o.max_units) for o in options],
         dtype=np.float64,
     )
     budget = problem.budget_usd_per_hour
@@ -162,7 +162,7 @@ def canonicalize(problem: FleetProblem) -> Canon:
         cost=cost,
         unit_usd=unit_usd,
         cap=cap,
-        max_rep=max_rep,
+        max_units=max_units,
         card_cap=card_cap,
         weight=tp.astype(np.float64),
         min_replicas=problem.min_replicas,
@@ -171,7 +171,7 @@ def canonicalize(problem: FleetProblem) -> Canon:
         budget_units=None if budget is None else budget_in_units(budget, unit_usd),
         time_limit_s=problem.time_limit_s,
         usable=np.asarray((rows > 0.0).any(axis=0), dtype=np.bool_),
-        unit_cap=np.minimum(max_rep, np.floor(card_cap[gpu_of] / tp)),
+        unit_cap=np.minimum(max_units, np.floor(card_cap[gpu_of] / tp)),
     )
 
 
@@ -214,7 +214,7 @@ def usable_options(canon: Canon, gpu_id: str | None) -> BoolArray:
 
 
 def cap_bound(canon: Canon) -> FloatArray:
-    """Per option, the units the caps allow: ``min(max_replicas, floor(max_cards / tp))``."""
+    """Per option, the units the caps allow: ``min(max_units, floor(max_cards / tp))``."""
     return canon.unit_cap
 
 
@@ -331,7 +331,7 @@ def same_group_dominated(canon: Canon, cols: IntArray, reach: FloatArray) -> Boo
     group = group.reshape(-1)
     # (cost, position) as one exact float: costs are integers far below 2**53 / n_cols.
     score = canon.cost[cols] * n_cols + np.arange(n_cols)
-    uncapped = canon.max_rep[cols] >= reach
+    uncapped = canon.max_units[cols] >= reach
     best = np.full(int(group.max()) + 1, np.inf)
     np.minimum.at(best, group[uncapped], score[uncapped])
     out: BoolArray = score > best[group]
@@ -356,7 +356,7 @@ def dominated(
     * preference: ``n * cost[g] < cost[h]``; or equal cost and ``n * tp[g] < tp[h]``; or both
       equal and (``n > 1`` or ``g``'s key sorts first). The last clause only breaks exact ties
       (e.g. the same card at the same price from two providers) so the relation stays acyclic;
-    * the swap cannot break a cap: ``g`` has no ``max_replicas``; on the same GPU either the GPU
+    * the swap cannot break a cap: ``g`` has no ``max_units``; on the same GPU either the GPU
       has no card cap or ``n * tp[g] <= tp[h]`` (cards do not grow); across GPUs only when a mix
       is allowed and ``g``'s GPU has no card cap. Model replicas do not shrink (above), so
       ``min_replicas`` still holds; cost does not grow, so neither does a budget. Both options
@@ -406,7 +406,7 @@ def dominated(
     )
     gpu = canon.gpu_of[cols]
     tp = canon.tp[cols].astype(np.float64)
-    uncapped_g = (canon.max_rep[cols] >= reach)[:, None]
+    uncapped_g = (canon.max_units[cols] >= reach)[:, None]
     gpu_reach = np.zeros(len(canon.gpus))
     np.add.at(gpu_reach, gpu, reach * tp)
     g_card_free = (canon.card_cap[gpu] >= gpu_reach[gpu])[:, None]

@@ -16,12 +16,12 @@ from service.domain.solver.problem import FleetOption, FleetProblem, FleetSoluti
 
 def constraint_labels(problem: FleetProblem) -> tuple[str, ...]:
     """Every relaxable constraint of ``problem``, sorted: ``max_cards:<gpu>`` for capped GPUs
-    that some option uses, ``max_replicas:<option>`` (the option's unit cap), ``min_replicas``
+    that some option uses, ``max_units:<option>`` (the option's unit cap), ``min_replicas``
     (model replicas, when > 0) and ``single_type`` (when mixing is disallowed). Relaxing one
     removes it and keeps everything else, ``replicas_per_unit`` included."""
     gpus = {o.gpu_id for o in problem.options}
     labels = [f"max_cards:{gpu}" for gpu, _ in problem.max_cards if gpu in gpus]
-    labels += [f"max_replicas:{o.key}" for o in problem.options if o.max_replicas is not None]
+    labels += [f"max_units:{o.key}" for o in problem.options if o.max_units is not None]
     if problem.min_replicas > 0:
         labels.append("min_replicas")
     if not problem.allow_mix:
@@ -35,9 +35,9 @@ def _relaxed(problem: FleetProblem, label: str) -> FleetProblem | None:
         return replace(
             problem, max_cards=tuple((gpu, n) for gpu, n in problem.max_cards if gpu != subject)
         )
-    if kind == "max_replicas":
+    if kind == "max_units":
         options: tuple[FleetOption, ...] = tuple(
-            replace(o, max_replicas=None) if o.key == subject else o for o in problem.options
+            replace(o, max_units=None) if o.key == subject else o for o in problem.options
         )
         return replace(problem, options=options)
     if kind == "min_replicas":

@@ -2,7 +2,7 @@
 
 Enumerates every integer vector of units (``x[g]``: units of option ``g``, each hosting
 ``replicas_per_unit`` model replicas on ``tensor_parallel`` cards) in a box, filters the caps
-(``max_replicas`` caps units; ``min_replicas`` needs ``sum_g replicas_per_unit[g] * x[g]``),
+(``max_units`` caps units; ``min_replicas`` needs ``sum_g replicas_per_unit[g] * x[g]``),
 sorts by (cost, cards) and checks each candidate's assignment with an LP
 (``scipy.optimize.linprog``) until one fits. Only for tiny instances. Prices must be whole cents
 so costs compare exactly.
@@ -89,8 +89,8 @@ def _box(problem: FleetProblem, demand: np.ndarray, cap: np.ndarray) -> list[ran
         )
         by_replicas = -(-problem.min_replicas // option.replicas_per_unit)
         top = max(by_replicas, math.ceil(load)) + 1
-        if option.max_replicas is not None:
-            top = min(top, option.max_replicas)
+        if option.max_units is not None:
+            top = min(top, option.max_units)
         if option.gpu_id in card_cap:
             top = min(top, card_cap[option.gpu_id] // option.tensor_parallel)
         ranges.append(range(top + 1))
@@ -156,8 +156,8 @@ def reference_max_scale(problem: FleetProblem) -> float:
     ranges = []
     for g, option in enumerate(problem.options):
         top = budget_cents // cents(option) if usable[g] else 0
-        if option.max_replicas is not None:
-            top = min(top, option.max_replicas)
+        if option.max_units is not None:
+            top = min(top, option.max_units)
         if option.gpu_id in card_cap:
             top = min(top, card_cap[option.gpu_id] // option.tensor_parallel)
         ranges.append(range(top + 1))
@@ -255,7 +255,7 @@ def random_problem(
                 tensor_parallel=tp * rpu,
                 usd_per_hour=price_cents / 100,
                 capacity_qps=caps,
-                max_replicas=rng.randint(0, 5) if rng.random() < 0.3 else None,
+                max_units=rng.randint(0, 5) if rng.random() < 0.3 else None,
                 replicas_per_unit=rpu,
             )
         )
@@ -311,7 +311,7 @@ def catalog_problem(
                         tensor_parallel=tp,
                         usd_per_hour=round(price * tp * rng.uniform(0.9, 1.1), 2),
                         capacity_qps=caps,
-                        max_replicas=rng.randint(1, 12) if rng.random() < cap_prob else None,
+                        max_units=rng.randint(1, 12) if rng.random() < cap_prob else None,
                     )
                 )
                 if packed and tp < 8:
@@ -323,7 +323,7 @@ def catalog_problem(
                             tensor_parallel=8,
                             usd_per_hour=round(price * 8 * rng.uniform(0.8, 1.1), 2),
                             capacity_qps=tuple(c * per for c in caps),
-                            max_replicas=rng.randint(1, 4) if rng.random() < cap_prob else None,
+                            max_units=rng.randint(1, 4) if rng.random() < cap_prob else None,
                             replicas_per_unit=per,
                         )
                     )

@@ -52,7 +52,7 @@ def problems(draw: st.DrawFn) -> FleetProblem:
                 tensor_parallel=tp * rpu,
                 usd_per_hour=draw(st.sampled_from([0.5, 1.0, 1.25, 2.0, 3.4, 6.0])),
                 capacity_qps=tuple(c * rpu for c in caps),
-                max_replicas=draw(st.one_of(st.none(), st.integers(0, 6))),
+                max_units=draw(st.one_of(st.none(), st.integers(0, 6))),
                 replicas_per_unit=rpu,
             )
         )
@@ -127,7 +127,7 @@ def test_adding_an_option_is_never_dearer(problem: FleetProblem, data: st.DataOb
         tensor_parallel=data.draw(st.sampled_from([1, 2])),
         usd_per_hour=data.draw(st.sampled_from([0.75, 2.0, 9.0])),
         capacity_qps=tuple(data.draw(st.sampled_from([0.0, 1.5, 6.0])) for _ in problem.buckets),
-        max_replicas=data.draw(st.one_of(st.none(), st.integers(0, 3))),
+        max_units=data.draw(st.one_of(st.none(), st.integers(0, 3))),
     )
     more = replace(problem, options=(*problem.options, extra))
     assert no_dearer(cost(solve_fleet(more)), cost(solve_fleet(problem)))
@@ -143,7 +143,7 @@ def test_tighter_caps_are_never_cheaper(problem: FleetProblem, data: st.DataObje
     g = data.draw(st.integers(0, len(problem.options) - 1))
     cap = data.draw(st.integers(0, 4))
     options = tuple(
-        replace(o, max_replicas=min(o.max_replicas if o.max_replicas is not None else cap, cap))
+        replace(o, max_units=min(o.max_units if o.max_units is not None else cap, cap))
         if i == g
         else o
         for i, o in enumerate(problem.options)

@@ -25,19 +25,19 @@ N_INSTANCES = 240
 
 
 def check_fleet(problem: FleetProblem, solution: FleetSolution) -> None:
-    """The returned fleet meets C1-C5 and its reported numbers add up (``solution.replicas``
+    """The returned fleet meets C1-C5 and its reported numbers add up (``solution.units``
     counts units; ``model_replicas`` and ``total_replicas`` count model replicas)."""
     options = {o.key: o for o in problem.options}
     buckets = {b.key: b for b in problem.buckets}
-    replicas = dict(solution.replicas)  # units per option
-    assert all(n > 0 for n in replicas.values())
+    units = dict(solution.units)  # per option
+    assert all(n > 0 for n in units.values())
     assert solution.model_replicas == tuple(
-        (key, n * options[key].replicas_per_unit) for key, n in solution.replicas
+        (key, n * options[key].replicas_per_unit) for key, n in solution.units
     )
-    assert solution.total_units == sum(replicas.values())
+    assert solution.total_units == sum(units.values())
     assert math.isclose(
         solution.usd_per_hour,
-        sum(options[k].usd_per_hour * n for k, n in replicas.items()),
+        sum(options[k].usd_per_hour * n for k, n in units.items()),
         rel_tol=1e-12,
         abs_tol=1e-12,
     )
@@ -46,7 +46,7 @@ def check_fleet(problem: FleetProblem, solution: FleetSolution) -> None:
     bucket_index = {b.key: s for s, b in enumerate(problem.buckets)}
     for bucket, key, qps in solution.served_qps:
         assert qps > 0
-        assert key in replicas
+        assert key in units
         cap = options[key].capacity_qps[bucket_index[bucket]]
         assert cap > 0
         served[bucket] = served.get(bucket, 0.0) + qps
@@ -55,17 +55,17 @@ def check_fleet(problem: FleetProblem, solution: FleetSolution) -> None:
         want = bucket.demand_qps * (1 + problem.headroom)
         assert math.isclose(served.get(key, 0.0), want, rel_tol=1e-6, abs_tol=1e-9)  # C1
     for key, used in load.items():
-        assert used <= replicas[key] * (1 + 1e-6) + 1e-9  # C2 (capacity is per unit)
+        assert used <= units[key] * (1 + 1e-6) + 1e-9  # C2 (capacity is per unit)
     cards: dict[str, int] = {}
-    for key, n in replicas.items():
+    for key, n in units.items():
         o = options[key]
-        if o.max_replicas is not None:
-            assert n <= o.max_replicas  # C3 units
+        if o.max_units is not None:
+            assert n <= o.max_units  # C3 units
         cards[o.gpu_id] = cards.get(o.gpu_id, 0) + n * o.tensor_parallel
     assert tuple(sorted(cards.items())) == solution.cards
     for gpu, limit in problem.max_cards:
         assert cards.get(gpu, 0) <= limit  # C3 cards
-    hosted = sum(n * options[key].replicas_per_unit for key, n in replicas.items())
+    hosted = sum(n * options[key].replicas_per_unit for key, n in units.items())
     assert solution.total_replicas == hosted
     assert hosted >= problem.min_replicas  # C4, in model replicas
     if not problem.allow_mix:

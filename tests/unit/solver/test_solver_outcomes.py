@@ -48,17 +48,17 @@ def test_mix_is_strictly_cheaper_than_every_single_type() -> None:
     # long: 6 qps needs 2 h100 (1.2 replicas of work); their spare 0.8 replica-time serves
     # 32 short qps; the remaining 28 short qps need 3 l4. 2*4 + 3*0.8 = 10.4 USD/hour.
     assert mixed.status is SolveStatus.OPTIMAL
-    assert mixed.replicas == (("h100|tp1|aws", 2), ("l4|tp1|gcp", 3))
+    assert mixed.units == (("h100|tp1|aws", 2), ("l4|tp1|gcp", 3))
     assert mixed.usd_per_hour == pytest.approx(10.4)
     alternatives = cheapest_single_type(problem)
     assert alternatives["l4"].status is SolveStatus.INFEASIBLE
     assert alternatives["l4"].reasons[0].code is ReasonCode.GPU_CANNOT_SERVE
     assert alternatives["l4"].reasons[0].buckets == ("long",)
     h100 = alternatives["h100"]
-    assert h100.replicas == (("h100|tp1|aws", 3),)  # 60/40 + 6/5 = 2.7 -> 3
+    assert h100.units == (("h100|tp1|aws", 3),)  # 60/40 + 6/5 = 2.7 -> 3
     assert mixed.usd_per_hour < h100.usd_per_hour
     single = solve_fleet(replace(problem, allow_mix=False))
-    assert single.replicas == h100.replicas
+    assert single.units == h100.units
 
 
 # --------------------------------------------------------------------------- budget
@@ -69,7 +69,7 @@ def test_over_budget_returns_cheapest_fleet_and_load_that_fits() -> None:
     cheapest = solve_fleet(replace(problem, budget_usd_per_hour=None))
     over = solve_fleet(problem)
     assert over.status is SolveStatus.OVER_BUDGET
-    assert over.replicas == cheapest.replicas
+    assert over.units == cheapest.units
     assert over.usd_per_hour == cheapest.usd_per_hour
     assert "budget" in over.binding
     assert over.reasons[-1].code is ReasonCode.BUDGET
@@ -157,7 +157,7 @@ def test_alternatives_apply_the_budget() -> None:
 def _codes(problem: FleetProblem) -> list[tuple[ReasonCode, str]]:
     solution = solve_fleet(problem)
     assert solution.status is SolveStatus.INFEASIBLE
-    assert solution.replicas == () and solution.usd_per_hour == 0.0
+    assert solution.units == () and solution.usd_per_hour == 0.0
     return [(r.code, r.subject) for r in solution.reasons]
 
 
@@ -181,10 +181,10 @@ def test_card_cap_shortfall_is_counted() -> None:
 def test_replica_cap_shortfall_is_counted() -> None:
     options = (
         FleetOption("l4|tp1|gcp", "l4", 1, 0.80, (10.0, 0.0)),
-        FleetOption("h100|tp1|aws", "h100", 1, 4.00, (40.0, 5.0), max_replicas=1),
+        FleetOption("h100|tp1|aws", "h100", 1, 4.00, (40.0, 5.0), max_units=1),
     )
     problem = FleetProblem(buckets=SHORT_LONG, options=options)
-    assert _codes(problem) == [(ReasonCode.MAX_REPLICAS, "h100|tp1|aws")]
+    assert _codes(problem) == [(ReasonCode.MAX_UNITS, "h100|tp1|aws")]
 
 
 def test_min_replicas_beyond_caps() -> None:
@@ -218,9 +218,9 @@ def test_zero_demand_and_no_redundancy_is_an_empty_fleet() -> None:
     problem = replace(short_long_problem(), buckets=(Bucket("short", 0.0), Bucket("long", 0.0)))
     solution = solve_fleet(problem)
     assert solution.status is SolveStatus.OPTIMAL
-    assert solution.replicas == () and solution.usd_per_hour == 0.0
+    assert solution.units == () and solution.usd_per_hour == 0.0
     redundant = solve_fleet(replace(problem, min_replicas=2))
-    assert redundant.replicas == (("l4|tp1|gcp", 2),)
+    assert redundant.units == (("l4|tp1|gcp", 2),)
     assert redundant.binding == ("min_replicas",)
 
 
@@ -258,7 +258,7 @@ def test_time_limit_is_respected() -> None:
     assert solution.status in (SolveStatus.TIME_LIMIT, SolveStatus.OPTIMAL, SolveStatus.INFEASIBLE)
     if solution.status is SolveStatus.TIME_LIMIT:
         assert solution.mip_gap > 0
-        assert solution.replicas
+        assert solution.units
         assert solution.reasons[0].code is ReasonCode.TIME_LIMIT
     if solution.status is SolveStatus.INFEASIBLE:
         assert [r.code for r in solution.reasons] == [ReasonCode.TIME_LIMIT]
@@ -306,7 +306,7 @@ def test_equal_cost_ties_prefer_fewer_cards() -> None:
     # 1 x a|tp2 (2 cards), 1 x b|tp1 (1 card) and 3 x a|tp1 (3 cards, 3.0) — cheapest 2.0
     assert solution.usd_per_hour == 2.0
     assert solution.total_cards == 1
-    assert solution.replicas == (("b|tp1", 1),)
+    assert solution.units == (("b|tp1", 1),)
 
 
 # --------------------------------------------------------------------------- binding, what-if
@@ -329,7 +329,7 @@ def test_binding_labels_and_relaxation_savings() -> None:
 def test_a_cap_can_cost_without_binding() -> None:
     problem = short_long_problem(max_cards=(("l4", 2),))
     solution = solve_fleet(problem)
-    assert solution.replicas == (("h100|tp1|aws", 3),)  # pushed off l4 entirely
+    assert solution.units == (("h100|tp1|aws", 3),)  # pushed off l4 entirely
     assert "max_cards:l4" not in solution.binding
     assert relaxation_savings(problem, solution) == (("max_cards:l4", pytest.approx(1.6)),)
 
@@ -361,7 +361,7 @@ def test_solve_single_type_rejects_unknown_gpu() -> None:
         lambda: FleetOption("o", "g", 0, 1.0, (1.0,)),
         lambda: FleetOption("o", "g", 1, 0.0, (1.0,)),
         lambda: FleetOption("o", "g", 1, 1.0, (-1.0,)),
-        lambda: FleetOption("o", "g", 1, 1.0, (1.0,), max_replicas=-1),
+        lambda: FleetOption("o", "g", 1, 1.0, (1.0,), max_units=-1),
         lambda: FleetOption("o", "g", 1, 1.0, (1.0,), replicas_per_unit=0),
         lambda: FleetProblem((Bucket("b", 1.0),), (FleetOption("o", "g", 1, 1.0, (1.0, 2.0)),)),
         lambda: FleetProblem((Bucket("b", 1.0), Bucket("b", 2.0)), ()),
@@ -416,7 +416,7 @@ def test_options_that_serve_no_demanded_shape_never_pad_redundancy() -> None:
     problem = FleetProblem(
         buckets=(Bucket("idle", 0.0), Bucket("busy", 4.0)), options=options, min_replicas=3
     )
-    assert solve_fleet(problem).replicas == (("big|tp1", 3),)
+    assert solve_fleet(problem).units == (("big|tp1", 3),)
 
 
 # --------------------------------------------------------------------------- multi-replica units
@@ -438,7 +438,7 @@ def instances_problem(min_replicas: int, **kwargs: object) -> FleetProblem:
 def test_two_replicas_are_two_small_instances() -> None:
     solution = solve_fleet(instances_problem(2))
     assert solution.status is SolveStatus.OPTIMAL
-    assert solution.replicas == (("h100|x1", 2),)  # 2 x 1.50 = 3.00 < one 8-card at 8.00
+    assert solution.units == (("h100|x1", 2),)  # 2 x 1.50 = 3.00 < one 8-card at 8.00
     assert solution.model_replicas == (("h100|x1", 2),)
     assert solution.usd_per_hour == pytest.approx(3.0)
     assert (solution.total_units, solution.total_replicas, solution.total_cards) == (2, 2, 2)
@@ -447,7 +447,7 @@ def test_two_replicas_are_two_small_instances() -> None:
 
 def test_eight_replicas_are_one_big_instance(monkeypatch: pytest.MonkeyPatch) -> None:
     solution = solve_fleet(instances_problem(8))
-    assert solution.replicas == (("h100|x8", 1),)  # 8.00 < 8 x 1.50 = 12.00
+    assert solution.units == (("h100|x8", 1),)  # 8.00 < 8 x 1.50 = 12.00
     assert solution.model_replicas == (("h100|x8", 8),)
     assert solution.usd_per_hour == pytest.approx(8.0)
     assert (solution.total_units, solution.total_replicas, solution.total_cards) == (1, 8, 8)
@@ -457,12 +457,12 @@ def test_eight_replicas_are_one_big_instance(monkeypatch: pytest.MonkeyPatch) ->
     # The same on the MILP path (the exact path takes scopes of one or two options).
     monkeypatch.setattr(exact_module, "MAX_EXACT_OPTIONS", 0)
     assert solve_fleet(instances_problem(8)) == solution
-    assert solve_fleet(instances_problem(2)).replicas == (("h100|x1", 2),)
+    assert solve_fleet(instances_problem(2)).units == (("h100|x1", 2),)
 
 
 def test_nine_replicas_mix_instance_sizes() -> None:
     solution = solve_fleet(instances_problem(9))
-    assert solution.replicas == (("h100|x1", 1), ("h100|x8", 1))  # 9.50
+    assert solution.units == (("h100|x1", 1), ("h100|x8", 1))  # 9.50
     assert solution.total_replicas == 9
     assert "min_replicas" in solution.binding
 
@@ -482,7 +482,7 @@ def test_min_replicas_shortfall_counts_model_replicas() -> None:
     first = solution.reasons[0]
     assert (first.code, first.shortfall) == (ReasonCode.MIN_REPLICAS, 1.0)
     fits = solve_fleet(replace(problem, min_replicas=8))
-    assert fits.replicas == (("a|x4", 2),) and fits.total_replicas == 8
+    assert fits.units == (("a|x4", 2),) and fits.total_replicas == 8
     assert "max_cards:a" in fits.binding
 
 
@@ -503,23 +503,23 @@ def test_min_replicas_knapsack_is_exact() -> None:
 
 
 def test_unit_cap_shortfall_is_in_units() -> None:
-    capped = replace(EIGHT, max_replicas=1)
+    capped = replace(EIGHT, max_units=1)
     problem = FleetProblem(buckets=(Bucket("chat", 0.5),), options=(capped,), min_replicas=20)
     reasons = solve_fleet(problem).reasons
     assert [(r.code, r.subject, r.shortfall) for r in reasons] == [
         (ReasonCode.MIN_REPLICAS, "", 12.0),  # the cap allows 8 replicas
-        (ReasonCode.MAX_REPLICAS, "h100|x8", 2.0),  # 3 instances host 24 >= 20
+        (ReasonCode.MAX_UNITS, "h100|x8", 2.0),  # 3 instances host 24 >= 20
     ]
     assert "units" in reasons[1].message
     at_cap = solve_fleet(replace(problem, min_replicas=8))
-    assert at_cap.binding == ("demand:chat", "max_replicas:h100|x8", "min_replicas")
+    assert at_cap.binding == ("demand:chat", "max_units:h100|x8", "min_replicas")
 
 
 def test_budget_and_what_if_count_model_replicas() -> None:
     problem = instances_problem(8, budget_usd_per_hour=7.0)
     over = solve_fleet(problem)
     assert over.status is SolveStatus.OVER_BUDGET
-    assert over.replicas == (("h100|x8", 1),)
+    assert over.units == (("h100|x8", 1),)
     assert over.max_qps_within_budget == 0.0  # 4 x 1.50 hosts 4 replicas, not 8
     assert max_qps_within_budget(replace(problem, budget_usd_per_hour=8.0)) == pytest.approx(
         80.0, rel=1e-5

@@ -125,7 +125,7 @@ def test_cheaper_per_capacity_option_with_fewer_replicas_is_not_pruned_when_min_
     assert canon.keys == ("h100|tp8", "h100|x8|r8")
     assert not dominated(canon, cols, need_units(canon, cols), allow_cross_gpu=True).any()
     solution = solve_fleet(redundant)
-    assert solution.replicas == (("h100|x8|r8", 1),)  # 8 replicas for 8.00, not 8 x 7.00
+    assert solution.units == (("h100|x8|r8", 1),)  # 8 replicas for 8.00, not 8 x 7.00
     assert solution.usd_per_hour == pytest.approx(8.0)
     assert solution.total_replicas == 8 and solution.total_units == 1
     assert solution.binding == ("demand:b0", "min_replicas")
@@ -136,7 +136,7 @@ def test_cheaper_per_capacity_option_with_fewer_replicas_is_not_pruned_when_min_
     assert dominated(
         lean_canon, cols, need_units(lean_canon, cols), allow_cross_gpu=True
     ).tolist() == [False, True]
-    assert solve_fleet(lean).replicas == (("h100|tp8", 1),)
+    assert solve_fleet(lean).units == (("h100|tp8", 1),)
 
 
 @pytest.mark.parametrize("min_replicas", [1, 2, 7, 8, 9, 15, 16, 17, 30])
@@ -175,4 +175,4 @@ def test_same_group_dedup_keeps_units_with_more_replicas() -> None:
     dropped = same_group_dominated(canon, cols, need_units(canon, cols))
     assert not dropped[canon.keys.index("h100|x8|tp1")]
     assert "h100|x8|tp1" in {canon.keys[g] for g in select(canon, Mode.COST).cols}
-    assert solve_fleet(problem).replicas == (("h100|x8|tp1", 1),)
+    assert solve_fleet(problem).units == (("h100|x8|tp1", 1),)
