@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from service.domain.catalog import GpuSpec
-from service.domain.models import ModelArch, resolve_model
+from service.domain.llm import ModelArch, resolve_model
 from service.domain.perfmodel.calibration import BENCH_PROFILES, Calibration
 from service.domain.perfmodel.core import build_setup, kv_pool_bytes
 from service.domain.perfmodel.serving import estimate_with, static_batch_point

@@ -37,7 +37,7 @@ from bench._calibration_data import (  # noqa: E402
     load_rows,
     predict,
 )
-from service.domain.models import resolve_model  # noqa: E402
+from service.domain.llm import resolve_model  # noqa: E402
 from service.domain.perfmodel import Deployment, RequestShape, estimate  # noqa: E402
 from service.domain.perfmodel.calibration import default_calibration  # noqa: E402
 from service.domain.perfmodel.constants import FIT_REPORT  # noqa: E402

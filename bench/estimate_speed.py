@@ -14,7 +14,7 @@ import platform
 import random
 import time
 
-from service.domain.models import resolve_model
+from service.domain.llm import resolve_model
 from service.domain.perfmodel import Deployment, RequestShape, Slo, estimate, max_qps_under_slo
 from service.store.csv_format import bundled_text, parse_gpus_csv
 

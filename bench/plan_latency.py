@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from service.domain.catalog import CatalogSnapshot, GpuSpec, PricePoint, latest_per_offer
-from service.domain.models import resolve_model
+from service.domain.llm import resolve_model
 from service.domain.perfmodel import Slo
 from service.domain.planner import PlanConstraints, PlanRequest, WorkloadBucket, plan
 from service.store.csv_format import bundled_text, parse_gpus_csv, parse_prices_csv

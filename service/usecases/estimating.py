@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from service.domain.errors import InvalidInput
-from service.domain.models import ResolvedModel
+from service.domain.llm import ResolvedModel
 from service.domain.perfmodel import (
     Deployment,
     Engine,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from service.domain.errors import InvalidInput, UnknownModel
-from service.domain.models import PRESETS, param_counts, preset_ids, resolve_model
+from service.domain.llm import PRESETS, param_counts, preset_ids, resolve_model
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -275,6 +275,29 @@ def test_hf_missing_field_is_named() -> None:
     with pytest.raises(InvalidInput) as err:
         resolve_model({"hf_config": cfg})
     assert err.value.field == "hf_config.num_hidden_layers"
+
+
+@pytest.mark.parametrize(
+    ("cfg", "field"),
+    [
+        ({**DEEPSEEK_V3, "qk_rope_head_dim": None}, "hf_config.qk_rope_head_dim"),
+        ({**DEEPSEEK_V3, "v_head_dim": 0}, "hf_config.v_head_dim"),
+        ({**LLAMA3_8B, "vocab_size": None}, "hf_config.vocab_size"),
+        ({**LLAMA3_8B, "num_hidden_layers": 31.5}, "hf_config.num_hidden_layers"),
+        ({**LLAMA3_8B, "hidden_size": "4096"}, "hf_config.hidden_size"),
+        ({**MIXTRAL_8X7B, "num_experts_per_tok": None}, "hf_config.num_experts_per_tok"),
+    ],
+)
+def test_hf_bad_or_missing_numbers_name_the_field(cfg: dict[str, object], field: str) -> None:
+    with pytest.raises(InvalidInput) as err:
+        resolve_model({"hf_config": cfg})
+    assert err.value.field == field
+
+
+def test_hf_whole_float_counts_are_accepted() -> None:
+    a = resolve_model({"hf_config": {**LLAMA3_8B, "num_hidden_layers": 32.0}}).arch
+    assert a.n_layers == 32
+    assert isinstance(a.n_layers, int)
 
 
 def test_hf_inconsistent_heads_are_rejected() -> None:

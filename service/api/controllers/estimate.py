@@ -13,7 +13,7 @@ from service.api.headers import catalog_headers
 from service.api.openapi_docs import POSITIVE, json_body, problems, success
 from service.api.schemas.estimate import EstimateIn, EstimateOut
 from service.api.schemas.models import ModelListOut, ModelOut
-from service.domain.models import PRESETS, preset_aliases, resolve_model
+from service.domain.llm import PRESETS, preset_aliases, resolve_model
 from service.domain.vocabulary import Engine, KvPrecision, Precision
 from service.usecases.estimating import EstimatingService
 

@@ -9,7 +9,7 @@ from msgspec import Meta
 
 from service.api.schemas.common import WireIn, WireOut
 from service.domain.errors import InvalidInput
-from service.domain.models import ModelArch, ResolvedModel, param_counts, resolve_model
+from service.domain.llm import ModelArch, ResolvedModel, param_counts, resolve_model
 from service.domain.vocabulary import AttentionKind
 
 PositiveInt = Annotated[int, Meta(ge=1, le=10_000_000)]

@@ -53,7 +53,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from service.domain.models import ModelArch, param_counts
+from service.domain.llm import ModelArch, param_counts
 from service.domain.perfmodel.calibration import Calibration, EngineProfile
 from service.domain.perfmodel.hardware import (
     calibration_group,

@@ -52,7 +52,7 @@ from statistics import NormalDist
 
 from service.domain.catalog import GpuSpec
 from service.domain.errors import InvalidInput
-from service.domain.models import ModelArch
+from service.domain.llm import ModelArch
 from service.domain.perfmodel.calibration import (
     PUBLIC_PROFILES,
     Calibration,

@@ -11,7 +11,7 @@ import enum
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from service.domain.models import ResolvedModel
+from service.domain.llm import ResolvedModel
 from service.domain.perfmodel import Engine, KvPrecision, Precision, Slo
 
 HOURS_PER_MONTH = 730.0

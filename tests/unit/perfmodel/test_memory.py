@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.domain.models import PRESETS, resolve_model
+from service.domain.llm import PRESETS, resolve_model
 from service.domain.perfmodel import Deployment, RequestShape, estimate, smallest_fitting_tp
 from service.domain.perfmodel.calibration import PUBLIC_PROFILES, default_calibration
 from service.domain.perfmodel.core import build_setup

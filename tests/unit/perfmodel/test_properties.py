@@ -7,7 +7,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.domain.models import PRESETS
+from service.domain.llm import PRESETS
 from service.domain.perfmodel import Deployment, RequestShape, Slo, estimate, max_qps_under_slo
 from tests.unit.perfmodel.gpu_fixtures import GPUS
 

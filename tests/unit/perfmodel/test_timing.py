@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from service.domain.models import PRESETS, param_counts
+from service.domain.llm import PRESETS, param_counts
 from service.domain.perfmodel import Deployment, RequestShape, estimate
 from service.domain.perfmodel.calibration import (
     PUBLIC_PROFILES,

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.domain.catalog import CatalogSnapshot, PricePoint, PricingKind, latest_per_offer
-from service.domain.models import resolve_model
+from service.domain.llm import resolve_model
 from service.domain.perfmodel import Slo
 from service.domain.planner import (
     Plan,

@@ -1,0 +1,297 @@
+"""Read a Hugging Face ``config.json`` pasted as-is into a :class:`ModelArch`.
+
+Families understood (``model_type``): Llama, Mistral, Mixtral, Qwen2/Qwen2-MoE/Qwen3/Qwen3-MoE,
+Gemma/Gemma 2/Gemma 3, GPT-J, GPT-NeoX, Falcon (RefinedWeb), DeepSeek-V2/V3 (MLA) and Llama 4
+(``text_config`` nesting of the multimodal wrapper). Each field is read from the first present
+spelling among the families' names for it (``num_hidden_layers``/``n_layer``/...); an unknown
+``model_type`` is read as a SwiGLU model with untied embeddings, and said so. Parameter counts
+are computed from the shapes.
+
+Every number is validated on the way in: a missing required field, a non-number or a
+non-positive count raises :class:`InvalidInput` naming ``hf_config.<field>``. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from service.domain.errors import InvalidInput
+from service.domain.llm.arch import ModelArch, check_arch, param_counts
+from service.domain.llm.fields import positive_int
+from service.domain.llm.names import normalise_name
+from service.domain.vocabulary import AttentionKind
+
+__all__ = ["hf_arch"]
+
+_PREFIX = "hf_config."
+
+# model_type -> (gated MLP, tied embeddings by default)
+_HF_FAMILIES: dict[str, tuple[bool, bool]] = {
+    "llama": (True, False),
+    "llama4": (True, False),
+    "llama4_text": (True, False),
+    "mistral": (True, False),
+    "mixtral": (True, False),
+    "qwen2": (True, False),
+    "qwen2_moe": (True, False),
+    "qwen3": (True, False),
+    "qwen3_moe": (True, False),
+    "gemma": (True, True),
+    "gemma2": (True, True),
+    "gemma3_text": (True, True),
+    "deepseek_v2": (True, False),
+    "deepseek_v3": (True, False),
+    "gptj": (False, False),
+    "gpt_neox": (False, False),
+    "falcon": (False, True),
+    "RefinedWeb": (False, True),
+    "RefinedWebModel": (False, True),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Mlp:
+    """MLP and expert layout read from a config (sizes in elements; see :class:`ModelArch`)."""
+
+    ffn: int
+    n_experts: int = 0
+    top_k: int = 0
+    moe_ffn: int = 0
+    n_shared: int = 0
+    shared_ffn: int = 0
+    first_dense: int = 0
+    step: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Mla:
+    """Multi-head latent attention ranks and head sizes (DeepSeek-V2/V3), in elements."""
+
+    kv_lora: int
+    rope: int
+    q_lora: int
+    nope: int
+    v_dim: int
+
+
+def _first_int(cfg: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
+    """The first present (non-null) key of ``keys`` as a positive whole number, else ``None``."""
+    for k in keys:
+        if k in cfg and cfg[k] is not None:
+            return positive_int(cfg, k, prefix=_PREFIX)
+    return None
+
+
+def _required_int(cfg: Mapping[str, Any], keys: tuple[str, ...]) -> int:
+    """:func:`_first_int`, raising ``InvalidInput`` naming ``keys[0]`` when none is present."""
+    value = _first_int(cfg, keys)
+    if value is None:
+        raise InvalidInput(
+            f"hf_config lacks {keys[0]!r} (also tried {', '.join(keys[1:]) or 'nothing else'})",
+            field=f"{_PREFIX}{keys[0]}",
+        )
+    return value
+
+
+def _text_config(raw: Mapping[str, Any], notes: list[str]) -> Mapping[str, Any]:
+    """The language model's part of the config (``text_config`` of a multimodal wrapper)."""
+    inner = raw.get("text_config")
+    if isinstance(inner, Mapping):
+        notes.append("read text_config (multimodal wrapper); vision tower not counted")
+        return {**inner}
+    return raw
+
+
+def _family(mtype: str, notes: list[str]) -> tuple[bool, bool]:
+    """``(gated MLP, tied embeddings by default)`` for a ``model_type``."""
+    family = _HF_FAMILIES.get(mtype)
+    if family is None:
+        notes.append(
+            f"model_type {mtype!r} not recognised; assumed a gated (SwiGLU) MLP and untied "
+            "embeddings"
+        )
+        return True, False
+    return family
+
+
+def _context(cfg: Mapping[str, Any], notes: list[str]) -> int:
+    """Context window in tokens (2048 when the config names none)."""
+    ctx = _first_int(cfg, ("max_position_embeddings", "n_positions", "seq_length", "max_seq_len"))
+    if ctx is None:
+        ctx = 2048
+        notes.append("max_context 2048 assumed (no max_position_embeddings)")
+    return ctx
+
+
+def _experts(
+    cfg: Mapping[str, Any], mtype: str, inter: int, n_experts: int, top_k: int, notes: list[str]
+) -> _Mlp:
+    """Expert layout of an MoE config: sizes, shared experts, dense layers and layer step."""
+    if not top_k:
+        raise InvalidInput(
+            "MoE config lacks num_experts_per_tok", field=f"{_PREFIX}num_experts_per_tok"
+        )
+    ffn = inter
+    n_shared = 0
+    shared_ffn = 0
+    step = 1
+    moe_ffn = _first_int(cfg, ("moe_intermediate_size",)) or inter
+    if mtype.startswith("llama4"):
+        ffn = _first_int(cfg, ("intermediate_size_mlp",)) or inter
+        n_shared = 1
+        step = _first_int(cfg, ("interleave_moe_layer_step",)) or 1
+    n_shared = _first_int(cfg, ("n_shared_experts", "num_shared_experts")) or n_shared
+    sh = _first_int(cfg, ("shared_expert_intermediate_size",))
+    if sh:
+        n_shared = max(n_shared, 1)
+        shared_ffn = sh
+    first_dense = _first_int(cfg, ("first_k_dense_replace",)) or 0
+    if mtype in ("qwen3_moe", "qwen2_moe"):
+        step = _first_int(cfg, ("decoder_sparse_step",)) or 1
+        if cfg.get("mlp_only_layers"):
+            notes.append("mlp_only_layers ignored: every layer treated as MoE")
+    return _Mlp(ffn, n_experts, top_k, moe_ffn, n_shared, shared_ffn, first_dense, step)
+
+
+def _mlp(cfg: Mapping[str, Any], mtype: str, hidden: int, notes: list[str]) -> _Mlp:
+    """Dense MLP size and, for an MoE config, the expert layout."""
+    n_experts = _first_int(cfg, ("num_local_experts", "num_experts", "n_routed_experts")) or 0
+    top_k = _first_int(cfg, ("num_experts_per_tok", "num_experts_per_token", "moe_top_k")) or 0
+    inter = _first_int(cfg, ("intermediate_size", "n_inner", "ffn_hidden_size"))
+    if inter is None:
+        inter = 4 * hidden
+        notes.append(f"ffn_size {inter} = 4 x hidden (no intermediate_size/n_inner)")
+    if n_experts:
+        return _experts(cfg, mtype, inter, n_experts, top_k, notes)
+    return _Mlp(ffn=inter, top_k=top_k)
+
+
+_NO_MLA = _Mla(kv_lora=0, rope=0, q_lora=0, nope=0, v_dim=0)
+
+
+def _mla(cfg: Mapping[str, Any]) -> _Mla:
+    """MLA ranks when the config has a ``kv_lora_rank``, else :data:`_NO_MLA` (MHA/GQA)."""
+    kv_lora = _first_int(cfg, ("kv_lora_rank",)) or 0
+    if not kv_lora:
+        return _NO_MLA
+    rope = _required_int(cfg, ("qk_rope_head_dim",))
+    nope = _required_int(cfg, ("qk_nope_head_dim",))
+    v_dim = _required_int(cfg, ("v_head_dim",))
+    q_lora = _first_int(cfg, ("q_lora_rank",)) or 0
+    return _Mla(kv_lora, rope, q_lora, nope, v_dim)
+
+
+def _kv_heads(cfg: Mapping[str, Any], heads: int) -> int:
+    """KV heads: given, 1 for a multi-query config (Falcon 7B), else one per query head."""
+    kv = _first_int(cfg, ("num_key_value_heads", "num_kv_heads", "n_head_kv"))
+    if kv is None:
+        kv = 1 if cfg.get("multi_query") else heads
+    return kv
+
+
+def _tied(cfg: Mapping[str, Any], raw: Mapping[str, Any], default: bool) -> bool:
+    """Whether the LM head shares the embedding table (the family's default when unstated)."""
+    tie_raw = cfg.get("tie_word_embeddings", raw.get("tie_word_embeddings"))
+    return default if tie_raw is None else bool(tie_raw)
+
+
+def _identity(raw: Mapping[str, Any], mtype: str) -> tuple[str, str]:
+    """``(id, name)``: the normalised ``_name_or_path``, or ``hf-<model_type>`` without one."""
+    name = str(raw.get("_name_or_path") or raw.get("name_or_path") or "")
+    ident = normalise_name(name) if name else f"hf-{mtype or 'model'}"
+    return ident, name or ident
+
+
+def _window(cfg: Mapping[str, Any], mtype: str, layers: int) -> tuple[int, int]:
+    """``(window tokens, layers using it)`` for sliding-window or chunked attention, else 0s.
+
+    Gemma alternates sliding and global layers (half); Llama 4 chunks 3 of every 4 layers.
+    """
+    window = 0
+    window_layers = 0
+    sw = cfg.get("sliding_window")
+    if isinstance(sw, int) and sw > 0 and cfg.get("use_sliding_window", True):
+        window = sw
+        window_layers = layers // 2 if mtype.startswith("gemma") else layers
+    chunk = cfg.get("attention_chunk_size")
+    if isinstance(chunk, int) and chunk > 0:
+        window = chunk
+        window_layers = layers * 3 // 4
+    return window, window_layers
+
+
+def _with_counts(arch: ModelArch, notes: list[str]) -> ModelArch:
+    """``arch`` with ``params_b``/``active_params_b`` computed from its shapes (3 decimals)."""
+    pc = param_counts(arch)
+    notes.append(
+        f"parameter count computed from the config: {pc.total / 1e9:.2f}B total, "
+        f"{pc.active / 1e9:.2f}B active per token"
+    )
+    return replace(
+        arch, params_b=round(pc.total / 1e9, 3), active_params_b=round(pc.active / 1e9, 3)
+    )
+
+
+def hf_arch(raw: object) -> tuple[ModelArch, tuple[str, ...]]:
+    """Architecture and assumptions for a Hugging Face ``config.json`` object.
+
+    Raises :class:`InvalidInput` naming the ``hf_config.`` field that is missing or impossible.
+    """
+    if not isinstance(raw, Mapping):
+        raise InvalidInput("hf_config must be a JSON object (config.json)", field="hf_config")
+    notes: list[str] = []
+    cfg = _text_config(raw, notes)
+    mtype = str(cfg.get("model_type") or raw.get("model_type") or "")
+    gated, tie_default = _family(mtype, notes)
+    layers = _required_int(cfg, ("num_hidden_layers", "n_layer", "num_layers", "n_layers"))
+    hidden = _required_int(cfg, ("hidden_size", "n_embd", "d_model"))
+    heads = _required_int(cfg, ("num_attention_heads", "n_head", "num_heads"))
+    kv = _kv_heads(cfg, heads)
+    head_dim = _first_int(cfg, ("head_dim",)) or hidden // heads
+    vocab = _required_int(cfg, ("vocab_size",))
+    ctx = _context(cfg, notes)
+    tie = _tied(cfg, raw, tie_default)
+    mlp = _mlp(cfg, mtype, hidden, notes)
+    attention: AttentionKind = "mha" if kv == heads else "gqa"
+    mla = _mla(cfg)
+    if mla.kv_lora:
+        attention = "mla"
+        head_dim = mla.v_dim
+    window, window_layers = _window(cfg, mtype, layers)
+    ident, name = _identity(raw, mtype)
+    arch = ModelArch(
+        id=ident,
+        name=name,
+        params_b=0.0,
+        active_params_b=0.0,
+        n_layers=layers,
+        hidden_size=hidden,
+        n_heads=heads,
+        n_kv_heads=kv,
+        head_dim=head_dim,
+        ffn_size=mlp.ffn,
+        vocab_size=vocab,
+        max_context=ctx,
+        attention=attention,
+        tie_embeddings=tie,
+        gated_mlp=gated,
+        n_experts=mlp.n_experts,
+        experts_per_token=mlp.top_k,
+        n_shared_experts=mlp.n_shared,
+        moe_ffn_size=mlp.moe_ffn,
+        shared_expert_ffn_size=mlp.shared_ffn,
+        first_k_dense_layers=mlp.first_dense,
+        moe_layer_step=mlp.step,
+        kv_lora_rank=mla.kv_lora,
+        qk_rope_head_dim=mla.rope,
+        q_lora_rank=mla.q_lora,
+        qk_nope_head_dim=mla.nope,
+        v_head_dim=mla.v_dim,
+        sliding_window=window,
+        sliding_window_layers=window_layers,
+        source="hf_config",
+    )
+    check_arch(arch, prefix=_PREFIX)
+    return _with_counts(arch, notes), tuple(notes)

@@ -1,0 +1,88 @@
+"""How model names are spelled: normalisation rules and the alias table (normalised form ->
+preset id).
+
+``normalise_name("meta-llama/Llama-3.1-70B-Instruct-FP8")`` is ``"llama-3.1-70b"``: organisation
+prefix, case, separators and instruct/quantisation suffixes do not matter. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["ALIASES", "normalise_name"]
+
+# Explicit aliases (normalised form -> preset id). Normalisation (see `normalise_name`) already
+# strips an organisation prefix, case, "-instruct"/"-hf"/"-chat"/"-base"/"-it" and quantisation
+# suffixes, so only genuinely different spellings are listed.
+ALIASES: dict[str, str] = {
+    "llama2-7b": "llama-2-7b",
+    "llama2-13b": "llama-2-13b",
+    "llama2-70b": "llama-2-70b",
+    "meta-llama-3-8b": "llama-3-8b",
+    "meta-llama-3-70b": "llama-3-70b",
+    "llama3-8b": "llama-3-8b",
+    "llama3-70b": "llama-3-70b",
+    "meta-llama-3.1-8b": "llama-3.1-8b",
+    "meta-llama-3.1-70b": "llama-3.1-70b",
+    "meta-llama-3.1-405b": "llama-3.1-405b",
+    "llama3.1-8b": "llama-3.1-8b",
+    "llama3.1-70b": "llama-3.1-70b",
+    "llama3.1-405b": "llama-3.1-405b",
+    "llama3.3-70b": "llama-3.3-70b",
+    "llama-3-405b": "llama-3.1-405b",
+    "mistral-7b-v0.1": "mistral-7b",
+    "mixtral-8x7b-v0.1": "mixtral-8x7b",
+    "mixtral-8x22b-v0.1": "mixtral-8x22b",
+    "qwen3-30b": "qwen3-30b-a3b",
+    "qwen3-235b": "qwen3-235b-a22b",
+    "deepseek-v3-0324": "deepseek-v3",
+    "deepseek-r1": "deepseek-v3",
+    "deepseek-r1-0528": "deepseek-v3",
+    "llama-4-scout-17b-16e": "llama-4-scout",
+    "llama-4-maverick-17b-128e": "llama-4-maverick",
+    "llama4-scout": "llama-4-scout",
+    "llama4-maverick": "llama-4-maverick",
+    "gpt-j": "gpt-j-6b",
+    "gptj-6b": "gpt-j-6b",
+    "falcon-180b-chat": "falcon-180b",
+    "gemma2-27b": "gemma-2-27b",
+}
+
+_STRIP_SUFFIXES = (
+    "instruct",
+    "chat",
+    "hf",
+    "base",
+    "it",
+    "fp8",
+    "fp4",
+    "nvfp4",
+    "awq",
+    "gptq",
+    "int4",
+    "int8",
+    "bf16",
+    "fp16",
+    "original",
+    "dynamic",
+)
+
+
+def normalise_name(name: str) -> str:
+    """Lower-case, drop an ``org/`` prefix, unify separators, strip instruct/quant suffixes."""
+    s = name.strip().lower()
+    if "/" in s:
+        s = s.rsplit("/", 1)[1]
+    s = re.sub(r"[\s_]+", "-", s)
+    changed = True
+    while changed:
+        changed = False
+        for suf in _STRIP_SUFFIXES:
+            if s.endswith("-" + suf):
+                s = s[: -len(suf) - 1]
+                changed = True
+    # "-instruct-v0.1" style: a trailing version after a stripped suffix
+    m = re.fullmatch(r"(.*)-instruct-(v[\d.]+)", s)
+    if m:
+        s = f"{m.group(1)}-{m.group(2)}"
+    return s
