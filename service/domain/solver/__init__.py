@@ -11,19 +11,29 @@ Public API::
 
 The solver counts *units* (what is billed: one replica, or a cloud instance hosting
 ``FleetOption.replicas_per_unit`` model replicas on ``tensor_parallel`` cards);
-``min_replicas`` counts model replicas. ``FleetSolution.units`` is ``(option key, units)``;
-``FleetSolution.model_replicas`` / ``total_replicas`` count model replicas.
+``min_replicas`` counts model replicas. ``FleetSolution.units`` is ``(option key, units)``
+and ``FleetOption.max_units`` caps units; ``FleetSolution.model_replicas`` /
+``total_replicas`` count model replicas.
 
-The formulation (notation, units, objective, constraints C1-C6, tie-break) is in
-:mod:`service.domain.solver.milp`.
+Modules, in the order a solve uses them:
+
+* :mod:`.problem`: inputs and outputs (``FleetProblem``, ``FleetSolution``, reasons).
+* :mod:`.prune`: the candidates table as arrays, scope, bounds and dominance pruning.
+* :mod:`.formulation`: the MILP (notation, units, objective, constraints C1-C6, tie-break)
+  and the models built from it.
+* :mod:`.exact`: closed-form fleets for scopes of one or two options (no HiGHS call).
+* :mod:`.highs`: the one place that calls HiGHS.
+* :mod:`.decode`: HiGHS' values back into fleets and ``FleetSolution``.
+* :mod:`.min_cost`: ``solve_fleet``, the cheapest fleet, its tie-break and infeasibility
+  diagnosis.
+* :mod:`.budget`: over-budget outcomes and ``max_qps_within_budget`` (load scaling).
+* :mod:`.single_type`: ``solve_single_type`` and ``cheapest_single_type``.
+* :mod:`.diagnose`: binding constraints and reasons (no solver calls);
+  :mod:`.whatif`: what each constraint costs (re-solves).
 """
 
-from service.domain.solver.milp import (
-    cheapest_single_type,
-    max_qps_within_budget,
-    solve_fleet,
-    solve_single_type,
-)
+from service.domain.solver.budget import max_qps_within_budget
+from service.domain.solver.min_cost import solve_fleet
 from service.domain.solver.problem import (
     Bucket,
     FleetOption,
@@ -33,6 +43,7 @@ from service.domain.solver.problem import (
     ReasonCode,
     SolveStatus,
 )
+from service.domain.solver.single_type import cheapest_single_type, solve_single_type
 from service.domain.solver.whatif import constraint_labels, relaxation_savings
 
 __all__ = [

@@ -4,9 +4,9 @@ After pruning, most single-GPU scopes (the "alternatives") keep one or two optio
 smallest tensor-parallel degree that serves the short shapes and a larger one for the shapes
 that need more memory. A HiGHS call costs about 1.3 ms even on such a model (measured on a
 2-core machine), so these are solved here, exactly, with the same objective and tie-break as
-:mod:`milp` (cost, then cards; remaining ties: fewer units of the option whose key sorts
+:mod:`formulation` (cost, then cards; remaining ties: fewer units of the option whose key sorts
 first). Counts are units (``x``); ``min_replicas`` ``m`` counts model replicas, ``r[g]`` per
-unit (:mod:`milp` notation).
+unit (:mod:`formulation` notation).
 
 One option ``g``: ``x = max(ceil(m / r[g]), ceil(L[g]))`` if within its bound.
 

@@ -45,7 +45,8 @@ def _load_private_wrapper() -> _PrivateWrapper | None:
 _PRIVATE_WRAPPER: _PrivateWrapper | None = _load_private_wrapper()
 
 # HiGHS options every solve uses. ``mip_rel_gap`` 0: solutions are proven optimal (up to
-# HiGHS' absolute gap 1e-6 on an objective that is integral by construction, see ``milp``).
+# HiGHS' absolute gap 1e-6 on an objective that is integral by construction, see
+# :mod:`formulation`).
 _EXTRA_OPTIONS: dict[str, Any] = {"mip_heuristic_run_feasibility_jump": False}
 
 

@@ -114,7 +114,7 @@ class FleetProblem:
       (0.2 = plan for 20 % more load than offered).
     * ``min_replicas``: the fleet hosts at least this many MODEL REPLICAS in total
       (redundancy): ``sum_g replicas_per_unit[g] * units[g] >= min_replicas``. Only options that
-      can serve at least one demanded shape count (see ``milp``).
+      can serve at least one demanded shape count (see :func:`prune.usable_options`).
     * ``max_cards``: ``(gpu_id, cards)`` pairs; the fleet uses at most ``cards`` cards of that
       GPU, summed over all its options (``units * tensor_parallel``). GPUs not listed are
       unbounded.
@@ -123,7 +123,7 @@ class FleetProblem:
     * ``budget_usd_per_hour``: when the cheapest fleet costs more, the solve says
       ``over_budget`` and reports how much load the budget would buy.
     * ``time_limit_s``: wall-clock limit of EACH HiGHS call (a solve makes at most three:
-      see :func:`service.domain.solver.milp.solve_fleet`).
+      see :func:`service.domain.solver.min_cost.solve_fleet`).
 
     The order of ``buckets`` and ``options`` does not matter: the solver sorts both by key, so
     shuffled inputs give identical results.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from service.domain.solver.milp import solve_fleet
+from service.domain.solver.min_cost import solve_fleet
 from service.domain.solver.problem import FleetOption, FleetProblem, FleetSolution, SolveStatus
 
 

@@ -18,7 +18,7 @@ from service.domain.solver import (
     solve_fleet,
 )
 from service.domain.solver import highs as highs_module
-from service.domain.solver import milp as milp_module
+from service.domain.solver import min_cost as min_cost_module
 from tests.unit.solver.solver_bruteforce import random_problem, reference, reference_max_scale
 
 N_INSTANCES = 240
@@ -101,7 +101,7 @@ def test_matches_brute_force_many_options(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(2000, 2030))
 def test_two_stage_tiebreak_matches_brute_force(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """The two-stage tie-break (used for huge objectives) gives the same answers."""
-    monkeypatch.setattr(milp_module, "ONE_STAGE_MAX_OBJECTIVE", 0.0)
+    monkeypatch.setattr(min_cost_module, "ONE_STAGE_MAX_OBJECTIVE", 0.0)
     _agree(random_problem(seed, max_options=5))
 
 
@@ -141,7 +141,7 @@ def test_multi_replica_units_many_options_match_brute_force(seed: int) -> None:
 def test_multi_replica_two_stage_matches_brute_force(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(milp_module, "ONE_STAGE_MAX_OBJECTIVE", 0.0)
+    monkeypatch.setattr(min_cost_module, "ONE_STAGE_MAX_OBJECTIVE", 0.0)
     _agree(random_problem(seed, max_options=5, multi_replica=True))
 
 

@@ -1,0 +1,162 @@
+"""The cost solve: the cheapest fleet in scope, its fewest-cards tie-break, and why there is
+none when the caps admit no fleet.
+
+The model, its notation (``x[g]`` units of option ``g``, costs in cost units) and the proof that
+the one-stage objective ``W * cost + cards`` never trades cost for cards are in
+:mod:`formulation`; pruning and bounds in :mod:`prune`; scopes of one or two options are solved
+in closed form by :mod:`exact`. Every HiGHS call is limited to ``time_limit_s`` seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from service.domain.solver import diagnose
+from service.domain.solver.budget import apply_budget
+from service.domain.solver.decode import (
+    fleet_cost_units,
+    fleet_from_values,
+    fleet_solution,
+    infeasible_solution,
+)
+from service.domain.solver.exact import exact_fleet
+from service.domain.solver.formulation import (
+    Layout,
+    card_weight,
+    cost_model,
+    cost_upper_bound,
+    elastic_model,
+    tiebreak_model,
+)
+from service.domain.solver.highs import MilpModel, Outcome, solve_milp
+from service.domain.solver.problem import FleetProblem, FleetSolution, Reason, SolveStatus
+from service.domain.solver.prune import Canon, Fleet, Mode, canonicalize, select
+
+# Largest one-stage objective near the optimum (W times a feasible fleet's cost units).
+ONE_STAGE_MAX_OBJECTIVE = 1e10
+
+
+def _empty_fleet(canon: Canon) -> Fleet:
+    return Fleet(np.zeros(len(canon.keys), dtype=np.int64), np.zeros_like(canon.cap))
+
+
+def minimum_cost_fleet(canon: Canon, gpu_id: str | None) -> FleetSolution:
+    """The cheapest fleet in scope (all options, or ``gpu_id``'s), before the budget check:
+    coverage reasons, pruning, the exact path or the MILP (with its tie-break), diagnosis."""
+    reasons = diagnose.coverage_reasons(canon, gpu_id)
+    if reasons:
+        return infeasible_solution(reasons)
+    sel = select(canon, Mode.COST, gpu_id)
+    needs_fleet = bool(canon.demanded.any()) or canon.min_replicas > 0
+    if sel.size == 0:
+        if not needs_fleet:
+            return fleet_solution(canon, _empty_fleet(canon), SolveStatus.OPTIMAL)
+        return infeasible_solution(_infeasibility_reasons(canon, gpu_id))
+    handled, exact = exact_fleet(canon, sel)
+    if handled:
+        if exact is None:
+            return infeasible_solution(_infeasibility_reasons(canon, gpu_id))
+        return fleet_solution(canon, exact, SolveStatus.OPTIMAL)
+
+    # One stage when W * cost stays well inside exact float range, else two stages.
+    cost_bound = cost_upper_bound(canon, sel)
+    weight = card_weight(canon, sel, cost_bound)
+    one_stage = cost_bound * weight <= ONE_STAGE_MAX_OBJECTIVE
+    model, lay = cost_model(canon, sel, card_weight=weight if one_stage else None)
+    first = solve_milp(model, time_limit_s=canon.time_limit_s)
+    if first.outcome is Outcome.INFEASIBLE:
+        return infeasible_solution(_infeasibility_reasons(canon, gpu_id))
+    if first.outcome is Outcome.TIME_LIMIT_NO_SOLUTION:
+        return infeasible_solution((diagnose.time_limit_reason(),))
+    if first.x is None or first.outcome is Outcome.ERROR:
+        return infeasible_solution((diagnose.solver_error_reason(),))
+    fleet = fleet_from_values(canon, lay, first.x)
+    if first.outcome is Outcome.TIME_LIMIT_WITH_SOLUTION:
+        return fleet_solution(
+            canon,
+            fleet,
+            SolveStatus.TIME_LIMIT,
+            mip_gap=first.mip_gap,
+            reasons=(diagnose.time_limit_reason(found=True),),
+        )
+    if not one_stage:
+        fleet = _tiebreak(canon, model, lay, fleet)
+    return fleet_solution(canon, fleet, SolveStatus.OPTIMAL)
+
+
+def _tiebreak(canon: Canon, model: MilpModel, lay: Layout, fleet: Fleet) -> Fleet:
+    """Stage 2 of the two-stage form: the fewest-cards fleet costing at most ``fleet``'s cost
+    units; ``fleet`` itself if stage 2 finds nothing, or something dearer or with more cards."""
+    cost_star = fleet_cost_units(canon, fleet)
+    if cost_star <= 0.0:
+        return fleet
+    second = solve_milp(
+        tiebreak_model(model, canon, lay, cost_star), time_limit_s=canon.time_limit_s
+    )
+    if second.x is None:
+        return fleet
+    candidate = fleet_from_values(canon, lay, second.x)
+    if fleet_cost_units(canon, candidate) > cost_star:
+        return fleet
+    weight = float(np.dot(canon.weight, candidate.x))
+    if weight > float(np.dot(canon.weight, fleet.x)):
+        return fleet
+    return candidate
+
+
+def _infeasibility_reasons(canon: Canon, gpu_id: str | None) -> tuple[Reason, ...]:
+    """Why no fleet fits the caps: min_replicas beyond what the caps allow, each cap that must
+    grow (elastic solve: caps soft, minimise cards over them) and, for single-type problems,
+    whether a mix would fit."""
+    reasons: list[Reason] = []
+    min_rep = diagnose.min_replicas_reason(canon, gpu_id)
+    if min_rep is not None:
+        reasons.append(min_rep)
+    sel = select(canon, Mode.ELASTIC, gpu_id)
+    if sel.size:
+        model, lay, caps = elastic_model(canon, sel)
+        result = solve_milp(model, time_limit_s=canon.time_limit_s)
+        if result.x is not None:
+            for k, cap_row in enumerate(caps):
+                excess = float(result.x[lay.e0 + k])
+                if excess > 0.5:
+                    reasons.append(diagnose.cap_reason(cap_row.code, cap_row.subject, excess))
+        elif result.outcome is Outcome.TIME_LIMIT_NO_SOLUTION:
+            reasons.append(diagnose.time_limit_reason())
+        if gpu_id is None and not canon.allow_mix and len(canon.gpus) > 1 and _mix_fits(canon):
+            reasons.append(diagnose.single_type_reason())
+    if not reasons:
+        reasons.append(diagnose.solver_error_reason())
+    return tuple(reasons)
+
+
+def _mix_fits(canon: Canon) -> bool:
+    """Would the caps admit a fleet if GPU types could be mixed?"""
+    mixed = replace(canon, allow_mix=True)
+    sel = select(mixed, Mode.ELASTIC)
+    if sel.size == 0:
+        return False
+    model, _, _ = elastic_model(mixed, sel)
+    result = solve_milp(model, time_limit_s=canon.time_limit_s)
+    return result.outcome is Outcome.OPTIMAL and result.objective < 0.5
+
+
+def solve_fleet(problem: FleetProblem) -> FleetSolution:
+    """The cheapest fleet for ``problem`` (see :mod:`formulation` for the model).
+
+    Status ``optimal``/``infeasible``/``time_limit`` as HiGHS proves them; ``over_budget`` with
+    the cheapest fleet and ``max_qps_within_budget`` when that fleet costs more than the budget.
+    ``max_qps_within_budget`` is left ``None`` otherwise (call
+    :func:`budget.max_qps_within_budget`).
+
+    Makes at most three HiGHS calls, each limited to ``problem.time_limit_s`` seconds (wall
+    clock, HiGHS' own timer): the cost solve (plus a tie-break stage only for huge objectives),
+    then either the load-scaling solve (over budget) or the diagnosis (infeasible: caps made soft,
+    and for single-type problems "would a mix fit?"). Scopes with one or two options left after
+    pruning make no HiGHS call at all. If the load-scaling solve stops at its time limit, the best
+    load it found is reported (a lower bound).
+    """
+    canon = canonicalize(problem)
+    return apply_budget(canon, minimum_cost_fleet(canon, None), None, scale=True)
