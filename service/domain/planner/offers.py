@@ -33,7 +33,6 @@ class Offer:
     pricing: Pricing
     usd_per_card_hour: float
     cards_per_unit: int
-    observed: PricePoint
 
     def unit(self, tensor_parallel: int) -> tuple[int, int, float] | None:
         """``(cards, replicas, usd_per_hour)`` of one billed unit hosting replicas of
@@ -96,7 +95,6 @@ def offers_for(
                     constraints.pricing,
                     card_hour,
                     0,
-                    p,
                 )
             )
         else:
@@ -109,7 +107,6 @@ def offers_for(
                     constraints.pricing,
                     p.usd,
                     p.gpus_per_instance,
-                    p,
                 )
             )
     if not offers:

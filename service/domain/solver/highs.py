@@ -39,7 +39,8 @@ def _load_private_wrapper() -> _PrivateWrapper | None:
         )
     except ImportError:  # pragma: no cover - depends on the SciPy version
         return None
-    return _highs_wrapper  # type: ignore[no-any-return]
+    wrapper: _PrivateWrapper = _highs_wrapper
+    return wrapper
 
 
 _PRIVATE_WRAPPER: _PrivateWrapper | None = _load_private_wrapper()
@@ -95,14 +96,10 @@ _K_ITERATION_LIMIT = 14
 _K_SOLUTION_LIMIT = 16
 
 
-def solve_milp(
-    model: MilpModel, *, time_limit_s: float, use_private: bool | None = None
-) -> MilpResult:
-    """Solve ``model`` with HiGHS within ``time_limit_s`` seconds (wall clock, HiGHS' own timer).
-
-    ``use_private`` forces a path (tests); ``None`` takes the fast one when available.
-    """
-    private = _PRIVATE_WRAPPER if use_private is not False else None
+def solve_milp(model: MilpModel, *, time_limit_s: float) -> MilpResult:
+    """Solve ``model`` with HiGHS within ``time_limit_s`` seconds (wall clock, HiGHS' own timer),
+    through the private wrapper when it is available, else through ``milp``."""
+    private = _PRIVATE_WRAPPER
     if private is not None:
         try:
             return _solve_private(private, model, time_limit_s)

@@ -49,8 +49,8 @@ class Canon:
     * ``demand[s]``: requests/s to serve, headroom included; ``raw_demand_total``: requests/s
       summed over buckets, before headroom.
     * ``cap[s, g]``: requests/s one unit of ``g`` sustains on shape ``s`` (0: cannot).
-    * ``usd[g]``: USD/hour per unit; ``cost[g]``: the same in cost units (integers);
-      ``unit_usd``: USD/hour per cost unit.
+    * ``usd[g]``: USD/hour per unit; ``cost[g]``: the same in cost units (integers,
+      :func:`quantise_costs`).
     * ``tp[g]``: cards per unit; ``rpu[g]``: model replicas per unit (``replicas_per_unit``).
     * ``max_units[g]``: unit cap (``FleetOption.max_units``, inf: none); ``card_cap[i]``: card
       cap of GPU ``i`` (inf: none).
@@ -71,7 +71,6 @@ class Canon:
     rpu: IntArray
     usd: FloatArray
     cost: FloatArray
-    unit_usd: float
     cap: FloatArray
     max_units: FloatArray
     card_cap: FloatArray
@@ -160,7 +159,6 @@ def canonicalize(problem: FleetProblem) -> Canon:
         rpu=rpu,
         usd=usd,
         cost=cost,
-        unit_usd=unit_usd,
         cap=cap,
         max_units=max_units,
         card_cap=card_cap,
