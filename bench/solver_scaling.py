@@ -69,7 +69,7 @@ def instance(
                     FleetOption(
                         key=f"{gpu}|tp{tp}|offer{o}",
                         gpu_id=gpu,
-                        tensor_parallel=tp,
+                        cards_per_unit=tp,
                         usd_per_hour=round(price * tp, 4),
                         capacity_qps=caps,
                         max_units=rng.randint(2, 30) if rng.random() < 0.03 else None,
@@ -81,7 +81,7 @@ def instance(
                         FleetOption(
                             key=f"{gpu}|tp{tp}|x8|offer{o}",
                             gpu_id=gpu,
-                            tensor_parallel=8,
+                            cards_per_unit=8,
                             usd_per_hour=round(price * 8 * rng.uniform(0.8, 1.05), 4),
                             capacity_qps=tuple(round(c * per, 4) for c in caps),
                             max_units=rng.randint(1, 8) if rng.random() < 0.03 else None,

@@ -100,7 +100,7 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
             units = [(offer, offer.unit(tp)) for offer in offers]
             usable = [(o, u) for o, u in units if u is not None]
             if not usable:
-                largest = max(o.cards_per_unit for o in offers)
+                largest = max(o.cards_per_instance for o in offers)
                 shape_reason = (
                     f"tensor_parallel={tp} needs {tp} cards in one instance; the allowed offers "
                     f"have at most {largest}"
@@ -113,7 +113,7 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
                     option=FleetOption(
                         key=key,
                         gpu_id=gpu.id,
-                        tensor_parallel=cards,
+                        cards_per_unit=cards,
                         usd_per_hour=usd,
                         capacity_qps=tuple(cap.qps * replicas for cap in caps),
                         replicas_per_unit=replicas,

@@ -22,8 +22,8 @@ from service.domain.planner.request import HOURS_PER_MONTH, OwnedCost, PlanConst
 class Offer:
     """One way to buy cards of one GPU.
 
-    ``usd_per_card_hour`` is the effective price of one card; ``cards_per_unit`` how many cards
-    one purchase unit holds (the instance size; 0 for owned cards, bought singly).
+    ``usd_per_card_hour`` is the effective price of one card; ``cards_per_instance`` how many
+    cards one cloud instance holds (0 for owned cards: no instance, bought singly).
     """
 
     gpu_id: str
@@ -32,17 +32,17 @@ class Offer:
     instance_type: str
     pricing: Pricing
     usd_per_card_hour: float
-    cards_per_unit: int
+    cards_per_instance: int
 
     def unit(self, tensor_parallel: int) -> tuple[int, int, float] | None:
         """``(cards, replicas, usd_per_hour)`` of one billed unit hosting replicas of
         ``tensor_parallel`` cards, or ``None`` when one replica does not fit in a unit."""
-        if self.cards_per_unit == 0:
+        if self.cards_per_instance == 0:
             return tensor_parallel, 1, self.usd_per_card_hour * tensor_parallel
-        if tensor_parallel > self.cards_per_unit:
+        if tensor_parallel > self.cards_per_instance:
             return None
-        replicas = self.cards_per_unit // tensor_parallel
-        return self.cards_per_unit, replicas, self.usd_per_card_hour * self.cards_per_unit
+        replicas = self.cards_per_instance // tensor_parallel
+        return self.cards_per_instance, replicas, self.usd_per_card_hour * self.cards_per_instance
 
 
 def owned_card_hour_usd(purchase_usd: float, gpu: GpuSpec, cost: OwnedCost) -> float | None:

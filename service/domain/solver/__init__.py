@@ -10,7 +10,7 @@ Public API::
     constraint_labels(problem) -> tuple[str, ...]
 
 The solver counts *units* (what is billed: one replica, or a cloud instance hosting
-``FleetOption.replicas_per_unit`` model replicas on ``tensor_parallel`` cards);
+``FleetOption.replicas_per_unit`` model replicas on ``cards_per_unit`` cards);
 ``min_replicas`` counts model replicas. ``FleetSolution.units`` is ``(option key, units)``
 and ``FleetOption.max_units`` caps units; ``FleetSolution.model_replicas`` /
 ``total_replicas`` count model replicas.

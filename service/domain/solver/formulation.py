@@ -11,7 +11,7 @@ Notation (indices: ``s`` bucket, ``g`` option, ``i`` GPU id; ``gpu(g)`` is optio
     cap[s,g] requests/s ONE unit of g (all its replicas) sustains on shape s alone within the
              SLO (0: cannot)
     c[g]     USD/hour per unit of g (FleetOption.usd_per_hour > 0)
-    tp[g]    cards per unit of g (FleetOption.tensor_parallel)
+    tp[g]    cards per unit of g (FleetOption.cards_per_unit)
     r[g]     model replicas per unit of g (FleetOption.replicas_per_unit >= 1)
     u[g]     unit cap of offer g (FleetOption.max_units, in units; inf if none)
     K[i]     card cap of GPU i (max_cards, inf if none)

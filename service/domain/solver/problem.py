@@ -3,7 +3,7 @@
 Units are in the names: ``*_qps`` is requests per second, ``usd_per_hour`` is US dollars per
 hour, ``time_limit_s`` is wall-clock seconds. A *replica* is one model instance (one copy of the
 weights, possibly tensor-parallel over several cards). A *unit* is what the planner buys and is
-billed for: one unit of a :class:`FleetOption` has ``tensor_parallel`` *cards* (GPUs) and hosts
+billed for: one unit of a :class:`FleetOption` has ``cards_per_unit`` *cards* (GPUs) and hosts
 ``replicas_per_unit`` replicas (e.g. an 8-GPU cloud instance hosting 4 replicas at
 tensor-parallel degree 2). The solver chooses a whole number of units per option; counts of
 units and counts of replicas are kept apart in every name and docstring below. Every value is
@@ -47,9 +47,9 @@ class Bucket:
 class FleetOption:
     """One billed unit the planner can buy: a GPU type, a price offer and what runs on it.
 
-    * ``tensor_parallel``: CARDS per unit (for a whole cloud instance, its card count ``n``, not
-      the model's tensor-parallel degree ``t``). A fleet of ``x`` units uses
-      ``x * tensor_parallel`` cards of ``gpu_id``: that is what ``FleetProblem.max_cards`` caps
+    * ``cards_per_unit``: cards one unit holds (for a whole cloud instance, its card count
+      ``n``, not the model's tensor-parallel degree ``t``). A fleet of ``x`` units uses
+      ``x * cards_per_unit`` cards of ``gpu_id``: that is what ``FleetProblem.max_cards`` caps
       and what the equal-cost tie-break minimises.
     * ``replicas_per_unit``: model replicas one unit hosts (>= 1; ``n // t`` for an instance of
       ``n`` cards running replicas of degree ``t``). ``FleetProblem.min_replicas`` counts these.
@@ -63,13 +63,13 @@ class FleetOption:
     * ``max_units``: caps how many UNITS of this offer can be bought (offer availability;
       ``None``: unbounded).
 
-    With ``replicas_per_unit == 1`` (the default) a unit is one replica on ``tensor_parallel``
-    cards, the model every field was first written for.
+    With ``replicas_per_unit == 1`` (the default) a unit is one replica on ``cards_per_unit``
+    cards (its tensor-parallel degree).
     """
 
     key: str
     gpu_id: str
-    tensor_parallel: int
+    cards_per_unit: int
     usd_per_hour: float
     capacity_qps: tuple[float, ...]
     max_units: int | None = None
@@ -80,10 +80,10 @@ class FleetOption:
             raise InvalidInput("option key must be non-empty", field="key")
         if not self.gpu_id:
             raise InvalidInput(f"option {self.key!r}: gpu_id must be non-empty", field="gpu_id")
-        if self.tensor_parallel < 1:
+        if self.cards_per_unit < 1:
             raise InvalidInput(
-                f"option {self.key!r}: tensor_parallel must be >= 1, got {self.tensor_parallel}",
-                field="tensor_parallel",
+                f"option {self.key!r}: cards_per_unit must be >= 1, got {self.cards_per_unit}",
+                field="cards_per_unit",
             )
         if not math.isfinite(self.usd_per_hour) or self.usd_per_hour <= 0:
             raise InvalidInput(
@@ -116,7 +116,7 @@ class FleetProblem:
       (redundancy): ``sum_g replicas_per_unit[g] * units[g] >= min_replicas``. Only options that
       can serve at least one demanded shape count (see :func:`prune.usable_options`).
     * ``max_cards``: ``(gpu_id, cards)`` pairs; the fleet uses at most ``cards`` cards of that
-      GPU, summed over all its options (``units * tensor_parallel``). GPUs not listed are
+      GPU, summed over all its options (``units * cards_per_unit``). GPUs not listed are
       unbounded.
     * ``allow_mix``: ``False`` forces every unit onto ONE ``gpu_id`` (several offers and
       tensor-parallel degrees of that GPU remain allowed).

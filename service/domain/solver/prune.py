@@ -54,7 +54,7 @@ class Canon:
     * ``tp[g]``: cards per unit; ``rpu[g]``: model replicas per unit (``replicas_per_unit``).
     * ``max_units[g]``: unit cap (``FleetOption.max_units``, inf: none); ``card_cap[i]``: card
       cap of GPU ``i`` (inf: none).
-    * ``weight[g]``: tie-break weight: cards per unit (``tensor_parallel``).
+    * ``weight[g]``: tie-break weight: cards per unit (``cards_per_unit``).
     * ``min_replicas``: model replicas the fleet must host (C4 counts ``rpu[g] * x[g]``).
     * ``budget_units``: budget in cost units, rounded down (``None``: no budget).
     * ``usable[g]``: ``g`` can serve a demanded shape (:func:`usable_options`).
@@ -133,7 +133,7 @@ def canonicalize(problem: FleetProblem) -> Canon:
         cap[:, g] = [option.capacity_qps[s] for s in bucket_order]
     usd = np.array([o.usd_per_hour for o in options], dtype=np.float64)
     cost, unit_usd = quantise_costs(usd)
-    tp = np.array([o.tensor_parallel for o in options], dtype=np.int64)
+    tp = np.array([o.cards_per_unit for o in options], dtype=np.int64)
     rpu = np.array([o.replicas_per_unit for o in options], dtype=np.int64)
     max_cards = dict(problem.max_cards)
     card_cap = np.array(

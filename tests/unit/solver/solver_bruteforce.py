@@ -1,7 +1,7 @@
 """Brute-force reference for the fleet solver, independent of its code.
 
 Enumerates every integer vector of units (``x[g]``: units of option ``g``, each hosting
-``replicas_per_unit`` model replicas on ``tensor_parallel`` cards) in a box, filters the caps
+``replicas_per_unit`` model replicas on ``cards_per_unit`` cards) in a box, filters the caps
 (``max_units`` caps units; ``min_replicas`` needs ``sum_g replicas_per_unit[g] * x[g]``),
 sorts by (cost, cards) and checks each candidate's assignment with an LP
 (``scipy.optimize.linprog``) until one fits. Only for tiny instances. Prices must be whole cents
@@ -92,7 +92,7 @@ def _box(problem: FleetProblem, demand: np.ndarray, cap: np.ndarray) -> list[ran
         if option.max_units is not None:
             top = min(top, option.max_units)
         if option.gpu_id in card_cap:
-            top = min(top, card_cap[option.gpu_id] // option.tensor_parallel)
+            top = min(top, card_cap[option.gpu_id] // option.cards_per_unit)
         ranges.append(range(top + 1))
     return ranges
 
@@ -105,7 +105,7 @@ def _candidates(problem: FleetProblem, demand: np.ndarray, cap: np.ndarray) -> n
     ok = grid @ _replicas_per_unit(problem) >= problem.min_replicas  # C4 counts model replicas
     for gpu, limit in problem.max_cards:
         tp = np.array(
-            [o.tensor_parallel if o.gpu_id == gpu else 0 for o in problem.options], dtype=np.int64
+            [o.cards_per_unit if o.gpu_id == gpu else 0 for o in problem.options], dtype=np.int64
         )
         ok &= grid @ tp <= limit
     if not problem.allow_mix:
@@ -139,7 +139,7 @@ def reference(problem: FleetProblem) -> Reference:
     if grid.shape[0] == 0:
         return Reference(None, None)
     cost = grid @ np.array([cents(o) for o in problem.options], dtype=np.int64)
-    cards = grid @ np.array([o.tensor_parallel for o in problem.options], dtype=np.int64)
+    cards = grid @ np.array([o.cards_per_unit for o in problem.options], dtype=np.int64)
     for k in np.lexsort((cards, cost)):
         if assignment_fits(demand, cap, grid[k]):
             return Reference(int(cost[k]), int(cards[k]))
@@ -159,7 +159,7 @@ def reference_max_scale(problem: FleetProblem) -> float:
         if option.max_units is not None:
             top = min(top, option.max_units)
         if option.gpu_id in card_cap:
-            top = min(top, card_cap[option.gpu_id] // option.tensor_parallel)
+            top = min(top, card_cap[option.gpu_id] // option.cards_per_unit)
         ranges.append(range(top + 1))
     best = 0.0
     prices = np.array([cents(o) for o in problem.options])
@@ -174,7 +174,7 @@ def reference_max_scale(problem: FleetProblem) -> float:
                 continue
         if any(
             sum(
-                o.tensor_parallel * n
+                o.cards_per_unit * n
                 for o, n in zip(problem.options, x, strict=True)
                 if o.gpu_id == gpu
             )
@@ -252,7 +252,7 @@ def random_problem(
             FleetOption(
                 key=f"{gpu}|tp{tp}|r{rpu}|o{g}" if multi_replica else f"{gpu}|tp{tp}|o{g}",
                 gpu_id=gpu,
-                tensor_parallel=tp * rpu,
+                cards_per_unit=tp * rpu,
                 usd_per_hour=price_cents / 100,
                 capacity_qps=caps,
                 max_units=rng.randint(0, 5) if rng.random() < 0.3 else None,
@@ -308,7 +308,7 @@ def catalog_problem(
                     FleetOption(
                         key=f"{gpu}|tp{tp}|o{o}",
                         gpu_id=gpu,
-                        tensor_parallel=tp,
+                        cards_per_unit=tp,
                         usd_per_hour=round(price * tp * rng.uniform(0.9, 1.1), 2),
                         capacity_qps=caps,
                         max_units=rng.randint(1, 12) if rng.random() < cap_prob else None,
@@ -320,7 +320,7 @@ def catalog_problem(
                         FleetOption(
                             key=f"{gpu}|tp{tp}|x8|o{o}",
                             gpu_id=gpu,
-                            tensor_parallel=8,
+                            cards_per_unit=8,
                             usd_per_hour=round(price * 8 * rng.uniform(0.8, 1.1), 2),
                             capacity_qps=tuple(c * per for c in caps),
                             max_units=rng.randint(1, 4) if rng.random() < cap_prob else None,

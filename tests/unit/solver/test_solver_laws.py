@@ -49,7 +49,7 @@ def problems(draw: st.DrawFn) -> FleetProblem:
             FleetOption(
                 key=f"{gpu}|tp{tp}|r{rpu}|o{g}",
                 gpu_id=gpu,
-                tensor_parallel=tp * rpu,
+                cards_per_unit=tp * rpu,
                 usd_per_hour=draw(st.sampled_from([0.5, 1.0, 1.25, 2.0, 3.4, 6.0])),
                 capacity_qps=tuple(c * rpu for c in caps),
                 max_units=draw(st.one_of(st.none(), st.integers(0, 6))),
@@ -124,7 +124,7 @@ def test_adding_an_option_is_never_dearer(problem: FleetProblem, data: st.DataOb
     extra = FleetOption(
         key=f"{gpu}|extra",
         gpu_id=gpu,
-        tensor_parallel=data.draw(st.sampled_from([1, 2])),
+        cards_per_unit=data.draw(st.sampled_from([1, 2])),
         usd_per_hour=data.draw(st.sampled_from([0.75, 2.0, 9.0])),
         capacity_qps=tuple(data.draw(st.sampled_from([0.0, 1.5, 6.0])) for _ in problem.buckets),
         max_units=data.draw(st.one_of(st.none(), st.integers(0, 3))),

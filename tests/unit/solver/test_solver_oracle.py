@@ -61,7 +61,7 @@ def check_fleet(problem: FleetProblem, solution: FleetSolution) -> None:
         o = options[key]
         if o.max_units is not None:
             assert n <= o.max_units  # C3 units
-        cards[o.gpu_id] = cards.get(o.gpu_id, 0) + n * o.tensor_parallel
+        cards[o.gpu_id] = cards.get(o.gpu_id, 0) + n * o.cards_per_unit
     assert tuple(sorted(cards.items())) == solution.cards
     for gpu, limit in problem.max_cards:
         assert cards.get(gpu, 0) <= limit  # C3 cards

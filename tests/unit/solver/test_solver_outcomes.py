@@ -238,7 +238,7 @@ def hard_problem(seed: int, n_options: int = 120, n_buckets: int = 6) -> FleetPr
             FleetOption(
                 key=f"gpu{g:03d}|tp1",
                 gpu_id=f"gpu{g:03d}",
-                tensor_parallel=1,
+                cards_per_unit=1,
                 usd_per_hour=round(speed * rng.uniform(0.9, 1.1), 4),
                 capacity_qps=tuple(
                     0.0 if rng.random() < 0.2 else speed * rng.uniform(0.5, 1.5)
