@@ -24,7 +24,6 @@ for kernel/software maturity with no fitted data behind it); anything else by me
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -36,6 +35,20 @@ Generation = Literal[
     "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna3", "gaudi3", "other"
 ]
 Mode = Literal["native", "as_fp16", "as_bf16", "weight_only", "fp32", "reject"]
+
+# Substring of ``architecture`` or ``name`` (lower-cased) -> generation; the first match in
+# this order wins.
+_GENERATION_KEYS: tuple[tuple[str, Generation], ...] = (
+    ("blackwell", "blackwell"),
+    ("hopper", "hopper"),
+    ("ada", "ada"),
+    ("ampere", "ampere"),
+    ("turing", "turing"),
+    ("volta", "volta"),
+    ("pascal", "pascal"),
+    ("cdna", "cdna3"),
+    ("gaudi", "gaudi3"),
+)
 
 # Efficiency multiplier for non-NVIDIA accelerators on top of the hopper-hbm constants: a
 # judgement (no calibration data for ROCm / SynapseAI serving in this project), stated in every
@@ -116,7 +129,6 @@ WEIGHT_BYTES: dict[str, float] = {
     "int4": 0.5 + 2.0 / 128 + 0.5 / 128,
     "fp4": 0.5 + 1.0 / 16,
 }
-KV_BYTES: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
 
 # Typical dense 16-bit tensor FLOP per byte of bandwidth per generation (from catalog rows with
 # both figures), used only when a card publishes no tensor throughput at all (e.g. A10G).
@@ -154,19 +166,9 @@ def memory_bytes(gpu: GpuSpec) -> float:
 def generation(gpu: GpuSpec) -> Generation:
     """Architecture generation from ``gpu.architecture`` (then ``gpu.name``), case-insensitive."""
     text = f"{gpu.architecture} {gpu.name}".lower()
-    for key, gen in (
-        ("blackwell", "blackwell"),
-        ("hopper", "hopper"),
-        ("ada", "ada"),
-        ("ampere", "ampere"),
-        ("turing", "turing"),
-        ("volta", "volta"),
-        ("pascal", "pascal"),
-        ("cdna", "cdna3"),
-        ("gaudi", "gaudi3"),
-    ):
+    for key, gen in _GENERATION_KEYS:
         if key in text:
-            return gen  # type: ignore[return-value]
+            return gen
     return "other"
 
 
@@ -340,23 +342,3 @@ def link_plan(gpu: GpuSpec, tp: int, allow_pcie: bool) -> LinkPlan:
         f"({pcie:g} GB/s per direction)",
         "",
     )  # fmt: skip
-
-
-def is_power_of_two(n: int) -> bool:
-    """True for 1, 2, 4, 8, ..."""
-    return n > 0 and (n & (n - 1)) == 0
-
-
-def ceil_div(a: int, b: int) -> int:
-    """Integer ceiling of a / b for positive b."""
-    return -(-a // b)
-
-
-def gb(x: float) -> float:
-    """Bytes to GB (10^9)."""
-    return x / 1e9
-
-
-def finite_or(x: float, default: float) -> float:
-    """``x`` when finite, else ``default``."""
-    return x if math.isfinite(x) else default

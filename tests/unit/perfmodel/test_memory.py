@@ -7,7 +7,7 @@ import pytest
 from service.domain.llm import PRESETS, resolve_model
 from service.domain.perfmodel import Deployment, RequestShape, estimate, smallest_fitting_tp
 from service.domain.perfmodel.calibration import PUBLIC_PROFILES, default_calibration
-from service.domain.perfmodel.core import build_setup
+from service.domain.perfmodel.coefficients import build_setup
 from service.domain.perfmodel.hardware import memory_bytes
 from tests.unit.perfmodel.gpu_fixtures import GPUS
 

@@ -13,7 +13,8 @@ from service.domain.perfmodel.calibration import (
     Calibration,
     default_calibration,
 )
-from service.domain.perfmodel.core import build_setup, iteration_parts, iteration_time
+from service.domain.perfmodel.coefficients import build_setup
+from service.domain.perfmodel.iteration import iteration_parts, iteration_time
 from tests.unit.perfmodel.gpu_fixtures import GPUS
 
 

@@ -1,0 +1,406 @@
+"""Per-replica coefficients: everything about a (model, deployment, engine, calibration) that
+does not depend on the load, derived once and memoised as a :class:`Setup`.
+
+:func:`build_setup` runs in named steps, each stating its units:
+
+1. ``_hardware``: whether the deployment can run at all (tensor-parallel split, weight and KV
+   formats on the card, the scale-up link) and which fitted constants apply;
+2. ``_weights``: weight bytes per card and per replica;
+3. ``_kv_token_bytes``: KV-cache bytes per token per card;
+4. ``_activations``: activation/workspace bytes, per budget token and fixed;
+5. ``_rates``: achieved memory bandwidth and GEMM/attention throughput;
+6. ``_attention_flops``: attention FLOPs per context token (decode) and per prompt token and
+   prompt length (prefill);
+7. ``_communication``: the all-reduces of one iteration.
+
+The formulas these coefficients feed are in ``iteration`` (time of one engine iteration) and
+``memory`` (the memory plan); the symbols are defined there. Sizing rules per card:
+
+* Weights: ``P b_w / t`` with the embedding and LM head kept 16-bit. Under attention data
+  parallelism (TensorRT-LLM's MoE setting, ``EngineProfile.attention_dp_moe``) every non-expert
+  weight is replicated on each rank and only routed experts are split; the busiest rank sets
+  the expert time (``ep_imbalance``).
+* KV per token: ``2 n_l n_kv d_h b_kv / min(t, n_kv)`` (KV heads are replicated once
+  ``t > n_kv``), or for MLA ``n_l (kv_lora_rank + qk_rope_head_dim) b_kv`` on every rank
+  (replicated, as vLLM/SGLang/TensorRT-LLM do without attention DP); under attention DP each
+  rank holds whole-model KV for its own sequences (``/ t``).
+
+Sliding-window and chunked attention layers are charged full-length KV (conservative; not all
+engines shrink the cache for them). Pipeline parallelism is not modelled. Times are seconds,
+memory bytes, rates per second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from service.domain.catalog import GpuSpec
+from service.domain.llm import ModelArch, ParamCounts, param_counts
+from service.domain.perfmodel.calibration import (
+    Calibration,
+    EngineConstants,
+    EngineProfile,
+    GroupConstants,
+)
+from service.domain.perfmodel.hardware import (
+    LinkPlan,
+    PrecisionPlan,
+    calibration_group,
+    kv_plan,
+    link_plan,
+    memory_bytes,
+    precision_plan,
+)
+from service.domain.perfmodel.values import Deployment
+
+__all__ = ["ACT_BYTES", "LOGIT_BYTES", "MAX_TP_WITHOUT_LARGE_DOMAIN", "Setup", "build_setup"]
+
+ACT_BYTES = 2.0  # activations travel in 16-bit between layers
+LOGIT_BYTES = 4.0  # fp32 logits buffer
+MAX_TP_WITHOUT_LARGE_DOMAIN = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """Per-(model, deployment, engine, calibration) coefficients; see module docstring.
+
+    Memory fields are bytes per card; ``*_s`` fields are seconds (per step, per token, or per
+    sequence-context-token as named). ``reject`` is non-empty when the deployment cannot run.
+    """
+
+    reject: str
+    notes: tuple[str, ...]
+    tp: int
+    capacity_b: float
+    weights_b: float
+    weights_replica_b: float
+    act_fixed_b: float
+    act_tok_b: float
+    reserve_b: float
+    kv_fraction: float
+    kv_fraction_of_free: bool
+    kv_token_b: float
+    w_dense_s: float
+    w_exp_s: float
+    n_exp: int
+    top_k: int
+    g_dense_tok_s: float
+    g_head_tok_s: float
+    g_exp_tok_s: float
+    kv_ctx_s: float
+    attn_dec_ctx_s: float
+    attn_pf_s: float
+    n_coll: int
+    coll_lat_s: float
+    comm_tok_s: float
+    oh_step_s: float
+    cpu_seq_s: float
+    ttft_oh_s: float
+    max_batch: int
+    max_num_tokens: int
+    auto_token_cap: int
+    chunked: bool
+    full_reservation: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Hardware:
+    """Step 1: feasibility, formats, link and the fitted constants for this deployment."""
+
+    reject: str
+    plan: PrecisionPlan
+    kv_b: float
+    link: LinkPlan
+    group: GroupConstants
+    ec: EngineConstants
+    derate: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Weights:
+    """Step 2: weight parameters (counts) and bytes on one card, bytes on the whole replica."""
+
+    wb: float
+    body_card: float
+    head_card: float
+    exp_card: float
+    card_b: float
+    replica_b: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Rates:
+    """Step 5: achieved bandwidth (bytes/s) and throughputs (FLOP/s) of one card."""
+
+    bw: float
+    fg: float
+    f16: float
+    f_attn: float
+    f_moe: float
+
+
+def _tp_reject(model: ModelArch, dep: Deployment) -> str:
+    """Why a tensor-parallel degree cannot run the model ("" when it can).
+
+    Rules: ``t <= 8`` unless the card's NVLink domain is larger (GB200 NVL72); ``t`` divides the
+    attention heads; ``t`` divides the KV heads or is a multiple of them (replication).
+    """
+    t = dep.tensor_parallel
+    if t < 1:
+        return f"tensor_parallel must be >= 1, got {t}"
+    limit = max(MAX_TP_WITHOUT_LARGE_DOMAIN, dep.gpu.nvlink_domain)
+    if t > limit:
+        return (
+            f"tensor parallel {t} exceeds {limit} (the largest group {dep.gpu.name} supports; "
+            f"8 unless the NVLink domain is larger)"
+        )
+    if model.n_heads % t:
+        return f"tensor parallel {t} does not divide {model.id}'s {model.n_heads} attention heads"
+    if model.attention != "mla":
+        kv = model.n_kv_heads
+        if (t <= kv and kv % t) or (t > kv and t % kv):
+            return (
+                f"tensor parallel {t} does not split {model.id}'s {kv} KV heads evenly "
+                "(needs a divisor or a multiple of the KV head count)"
+            )
+    return ""
+
+
+def _hardware(
+    model: ModelArch,
+    dep: Deployment,
+    profile: EngineProfile,
+    cal: Calibration,
+    t: int,
+    notes: list[str],
+) -> _Hardware:
+    """Step 1: the first reason the deployment cannot run ("" when it can), the weight and KV
+    formats on the card, the tensor-parallel link and the calibration group and engine
+    constants (notes appended for every substitution made)."""
+    gpu = dep.gpu
+    reject = _tp_reject(model, dep)
+    plan = precision_plan(gpu, dep.precision)
+    if plan.reason and not reject:
+        reject = plan.reason
+    if plan.note:
+        notes.append(plan.note)
+    kv_b, kv_note, kv_reason = kv_plan(gpu, dep.kv_precision)
+    if kv_reason and not reject:
+        reject = kv_reason
+    if kv_note:
+        notes.append(kv_note)
+    link = link_plan(gpu, t, dep.allow_pcie_tensor_parallel)
+    if link.reason and not reject:
+        reject = link.reason
+    if link.note:
+        notes.append(link.note)
+    choice = calibration_group(gpu)
+    if choice.note:
+        notes.append(choice.note)
+    if profile.note:
+        notes.append(profile.note)
+    group = cal.group_by_name[choice.group]
+    ec = cal.engine_by_name[profile.constants]
+    return _Hardware(reject, plan, kv_b, link, group, ec, choice.derate * profile.derate)
+
+
+def _weights(model: ModelArch, pc: ParamCounts, plan: PrecisionPlan, t: int, dp: bool) -> _Weights:
+    """Step 2: weights per card and per replica (bytes); embedding and LM head stay 16-bit.
+
+    Under attention DP every non-expert layer runs data-parallel (TP 1), so its weights are
+    replicated on each rank; only routed experts are split.
+    """
+    wb = plan.weight_bytes if plan.weight_bytes > 0 else 2.0
+    rep = 1 if dp else t
+    body_card = pc.body / rep
+    head_card = pc.lm_head / rep
+    emb_card = pc.embedding / rep
+    exp_card = pc.experts_total / t
+    head_bytes = 0.0 if model.tie_embeddings else head_card * 2.0
+    weights_card = (body_card + exp_card) * wb + emb_card * 2.0 + head_bytes
+    weights_replica = (
+        weights_card * t
+        if dp
+        else (
+            (pc.body + pc.experts_total) * wb
+            + (pc.embedding + (0.0 if model.tie_embeddings else pc.lm_head)) * 2.0
+        )
+    )
+    return _Weights(wb, body_card, head_card, exp_card, weights_card, weights_replica)
+
+
+def _kv_token_bytes(model: ModelArch, kv_b: float, t: int, dp: bool, notes: list[str]) -> float:
+    """Step 3: KV-cache bytes per token per card (sharding rules in the module docstring)."""
+    elems = model.n_layers * model.kv_elements_per_token_layer
+    # MLA latent: one copy per rank unless ranks own their sequences (attention DP)
+    shard_tp = 1 if model.attention == "mla" else min(t, model.n_kv_heads)
+    shard = t if dp else shard_tp
+    kv_token = elems * (kv_b if kv_b > 0 else 2.0) / shard
+    if model.sliding_window and model.sliding_window_layers:
+        notes.append(
+            f"{model.id} uses a {model.sliding_window}-token window on "
+            f"{model.sliding_window_layers} of {model.n_layers} layers; KV is charged at full "
+            "length (conservative)"
+        )
+    if model.attention == "mla" and t > 1 and not dp:
+        notes.append("MLA latent KV cache replicated on every tensor-parallel rank")
+    elif model.attention != "mla" and t > model.n_kv_heads and not dp:
+        notes.append(
+            f"tensor parallel {t} > {model.n_kv_heads} KV heads: KV heads replicated "
+            f"{t // model.n_kv_heads}x"
+        )
+    return kv_token
+
+
+def _activations(
+    model: ModelArch, profile: EngineProfile, cal: Calibration, t: int, dp: bool
+) -> tuple[float, float]:
+    """Step 4: ``(bytes per token of the iteration budget, fixed bytes)`` per card.
+
+    Sized by the per-iteration token budget T (the engine allocates them up front): residual
+    streams and QKV (4 d), the MLP intermediate (gated: 2 ffn / t), and for MoE the permuted
+    token copies and expert intermediates of the k routed copies of each token (all ranks'
+    tokens under attention DP). Plus a fp32 logits buffer for the decode batch. Scaled by the
+    fitted ``act_scale``; a physically motivated estimate, not a count of any one engine's
+    buffers.
+    """
+    mlp_mult = 2 if model.gated_mlp else 1
+    per_tok = 4.0 * model.hidden_size + (
+        mlp_mult * model.ffn_size / t if model.n_dense_layers else 0.0
+    )
+    if dp:
+        # the budget below is the replica's (t ranks); each rank holds its own share of the
+        # dense activations and the whole gathered token set at the experts
+        per_tok /= t
+    if model.is_moe:
+        moe_ffn_card = model.moe_ffn_size * (1.0 if dp else 1.0 / t)
+        per_tok += model.experts_per_token * (2.0 * model.hidden_size + mlp_mult * moe_ffn_card)
+    act_tok = per_tok * ACT_BYTES * cal.act_scale
+    act_fixed = min(profile.max_batch, 2048) * model.vocab_size / t * LOGIT_BYTES * cal.act_scale
+    return act_tok, act_fixed
+
+
+def _rates(gpu: GpuSpec, hw: _Hardware, cal: Calibration) -> _Rates:
+    """Step 5: achieved rates: datasheet peaks times the group's and engine's fitted
+    efficiencies and the derate (a non-positive rate becomes 1 so the times stay finite)."""
+    group, ec, derate, plan = hw.group, hw.ec, hw.derate, hw.plan
+    bw = gpu.memory_bandwidth_gbps * 1e9 * group.eta_m * ec.eff_memory * derate
+    f16 = plan.attn_tflops * 1e12 * group.eta_c * ec.eff_compute * derate
+    fg = (
+        plan.gemm_tflops * 1e12 * group.eta_c * ec.eff_compute * derate * cal.gemm_eff(plan.fp_kind)
+    )
+    f_attn = f16 * cal.attn_eff
+    f_moe = fg * cal.moe_gemm_eff
+    if bw <= 0 or fg <= 0 or f16 <= 0:
+        bw = bw if bw > 0 else 1.0
+        fg = fg if fg > 0 else 1.0
+        f16 = f16 if f16 > 0 else 1.0
+        f_attn = f_attn if f_attn > 0 else 1.0
+        f_moe = f_moe if f_moe > 0 else 1.0
+    return _Rates(bw, fg, f16, f_attn, f_moe)
+
+
+def _attention_flops(model: ModelArch, t: int) -> tuple[float, float]:
+    """Step 6: per card, ``(decode FLOPs per context token, prefill FLOPs per prompt token per
+    prompt length)`` (causal prefill halves the square; MLA decode runs absorbed)."""
+    n_l = model.n_layers
+    if model.attention == "mla":
+        qk_pf = model.n_heads * (model.qk_nope_head_dim + model.qk_rope_head_dim)
+        v_pf = model.n_heads * model.v_head_dim
+        qk_dec = model.n_heads * (model.kv_lora_rank + model.qk_rope_head_dim)
+        v_dec = model.n_heads * model.kv_lora_rank
+    else:
+        qk_pf = v_pf = qk_dec = v_dec = model.n_heads * model.head_dim
+    attn_dec_flops = 2.0 * n_l * (qk_dec + v_dec) / t
+    attn_pf_flops = 1.0 * n_l * (qk_pf + v_pf) / t  # per prompt token per prompt length (causal)
+    return attn_dec_flops, attn_pf_flops
+
+
+def _communication(
+    model: ModelArch, link: LinkPlan, cal: Calibration, t: int, dp: bool
+) -> tuple[int, float, float]:
+    """Step 7: ``(collectives per iteration, seconds of latency each, seconds per token each)``.
+
+    Ring all-reduce: 2 (t - 1) steps, each paying the link's per-hop latency, moving
+    2 (t - 1) / t of the message over each card's link. Tensor parallelism needs two per layer
+    (after attention and after the MLP); attention DP + expert sharding needs one
+    all-reduce-sized exchange per layer (token dispatch/combine around the experts).
+    """
+    if t <= 1 or link.kind == "none":
+        return 0, 0.0, 0.0
+    n_l = model.n_layers
+    lat = cal.nvlink_latency_us if link.kind == "nvlink" else cal.pcie_latency_us
+    eff = cal.nvlink_bw_eff if link.kind == "nvlink" else cal.pcie_bw_eff
+    n_coll = n_l if dp else 2 * n_l
+    coll_lat = lat * 1e-6 * 2 * (t - 1)
+    comm_tok = (
+        model.hidden_size * ACT_BYTES * 2.0 * (t - 1) / t / (link.gbps_per_direction * 1e9 * eff)
+    )
+    return n_coll, coll_lat, comm_tok
+
+
+@lru_cache(maxsize=8192)
+def build_setup(
+    model: ModelArch, dep: Deployment, profile: EngineProfile, cal: Calibration
+) -> Setup:
+    """Derive every coefficient of ``iteration.iteration_time`` and the memory plan (pure,
+    memoised), in the steps listed in the module docstring."""
+    t = max(1, dep.tensor_parallel)
+    notes: list[str] = []
+    hw = _hardware(model, dep, profile, cal, t, notes)
+    pc = param_counts(model)
+    dp = profile.attention_dp_moe and model.is_moe and t > 1
+    if dp:
+        notes.append(
+            "MoE with attention data parallelism: every non-expert weight replicated per rank, "
+            "routed experts sharded, each rank runs its own sequences"
+        )
+    w = _weights(model, pc, hw.plan, t, dp)
+    kv_token = _kv_token_bytes(model, hw.kv_b, t, dp, notes)
+    act_tok, act_fixed = _activations(model, profile, cal, t, dp)
+    capacity = memory_bytes(dep.gpu)
+    r = _rates(dep.gpu, hw, cal)
+    attn_dec_flops, attn_pf_flops = _attention_flops(model, t)
+    n_coll, coll_lat, comm_tok = _communication(model, hw.link, cal, t, dp)
+    ec = hw.ec
+    der_oh = 1.0 / hw.derate if hw.derate > 0 else 1.0
+    # expert parallelism (attention DP shards experts by expert): the busiest rank sets the pace
+    imb = cal.ep_imbalance if dp else 1.0
+    ranks = t if dp else 1
+    return Setup(
+        reject=hw.reject,
+        notes=tuple(notes),
+        tp=t,
+        capacity_b=capacity,
+        weights_b=w.card_b,
+        weights_replica_b=w.replica_b,
+        act_fixed_b=act_fixed,
+        act_tok_b=act_tok,
+        reserve_b=cal.reserve_gb * 1e9 + cal.reserve_frac * capacity,
+        kv_fraction=profile.kv_fraction,
+        kv_fraction_of_free=profile.kv_fraction_of == "free",
+        kv_token_b=kv_token,
+        w_dense_s=(w.body_card * w.wb + w.head_card * 2.0) / r.bw,
+        w_exp_s=w.exp_card * w.wb / r.bw * imb,
+        n_exp=model.n_experts,
+        top_k=model.experts_per_token,
+        g_dense_tok_s=2.0 * (pc.body / t) / r.fg,
+        g_head_tok_s=2.0 * (pc.lm_head / t) / r.f16,
+        g_exp_tok_s=2.0 * (pc.experts_active / t) / r.f_moe * imb if model.is_moe else 0.0,
+        kv_ctx_s=kv_token / (r.bw * cal.kv_read_eff),
+        attn_dec_ctx_s=attn_dec_flops / r.f_attn,
+        attn_pf_s=attn_pf_flops / r.f_attn,
+        n_coll=n_coll,
+        coll_lat_s=coll_lat,
+        comm_tok_s=comm_tok,
+        oh_step_s=(ec.step_overhead_ms * 1e-3 + ec.layer_overhead_us * 1e-6 * model.n_layers)
+        * der_oh,
+        cpu_seq_s=ec.seq_overhead_us * 1e-6 * der_oh,
+        ttft_oh_s=ec.ttft_overhead_ms * 1e-3 * der_oh,
+        max_batch=profile.max_batch * ranks,
+        max_num_tokens=profile.max_num_tokens * ranks,
+        auto_token_cap=profile.auto_token_cap * ranks,
+        chunked=profile.chunked_prefill,
+        full_reservation=profile.full_reservation,
+    )

@@ -1,0 +1,194 @@
+"""The time of one engine iteration, and the steady-state mix of iterations with and without
+prompt tokens.
+
+Notation (per replica of ``t`` cards; "per card" quantities are one card's share; coefficients
+from ``coefficients.build_setup``):
+
+* An *iteration* advances ``B`` decoding sequences by one token and processes ``p`` prompt
+  tokens of newly admitted requests (continuous batching; TensorRT-LLM in-flight batching,
+  vLLM/SGLang chunked prefill). Its time is::
+
+      tau_gpu(B, p) = max(W_dense / BW, 2 P_body (B+p) / F)               dense GEMMs, roofline
+                    + max(W_exp u(B+p) / BW, 2 P_exp,act (B+p) / F_moe)   routed experts
+                    + max(B c kv / (BW e_kv), B c a_dec / F_attn)         decode attention
+                    + p L_in a_pf / F_attn                                prefill attention
+                    + n_c (2 (t-1) lat + (B+p) d b_a 2 (t-1)/t / link)    ring all-reduces
+                    + oh_step + oh_layer n_l                              fixed per-step costs
+      tau(B, p)     = max(tau_gpu, oh_seq B)                              host work overlaps
+
+  ``u(n) = 1 - (1 - k/E)^n`` is the expected fraction of a layer's ``E`` experts hit by ``n``
+  tokens with top-``k`` routing; ``c`` the mean context of a decoding sequence
+  (``L_in + (L_out - 1)/2``); ``kv`` KV bytes per token per card; ``a_dec`` attention FLOPs per
+  context token in decode (``4 n_l n_h d_h / t``; MLA absorbed: ``2 n_l n_h (2 r_kv + d_rope) /
+  t``), ``a_pf`` per prompt token and prompt length in causal prefill (``2 n_l n_h d_h / t``,
+  i.e. ``2 n_l L^2 d`` per prompt as in MODELING.md); ``BW = bandwidth eta_m``,
+  ``F = peak eta_c`` times the format's fitted GEMM efficiency (``F_attn``: 16-bit peak times
+  ``attn_eff``; ``F_moe``: times ``moe_gemm_eff``); ``e_kv`` = ``kv_read_eff``; ``b_a = 2``
+  bytes per activation; ``n_c = 2 n_l`` collectives (one after attention, one after the MLP;
+  ``n_l`` under attention data parallelism, where tokens are exchanged once around the experts)
+  over a link of ``interconnect_bandwidth_gbps / 2`` per direction (NVLink-class) or PCIe x16 of
+  the card's generation, ``lat`` the fitted per-hop latency. LM-head FLOPs count only for tokens
+  that produce logits (``B`` plus one per prompt). All fitted constants live in ``constants``
+  (see ``calibration`` for their meaning).
+
+All times are seconds; the public API converts to ms. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from service.domain.perfmodel.coefficients import Setup
+from service.domain.perfmodel.memory import token_budget
+
+__all__ = [
+    "Mix",
+    "StepParts",
+    "iteration_mix",
+    "iteration_parts",
+    "iteration_time",
+    "mean_context",
+    "prefill_per_iteration",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class StepParts:
+    """Breakdown of one iteration (seconds): memory reads, compute, communication, overhead."""
+
+    memory_s: float
+    weights_s: float
+    kv_s: float
+    compute_s: float
+    comm_s: float
+    overhead_s: float
+    total_s: float
+
+
+def iteration_time(s: Setup, b: float, p: float, c: float, l_in: float) -> float:
+    """Seconds of one iteration with ``b`` decoding sequences at mean context ``c`` tokens and
+    ``p`` prompt tokens from requests of ``l_in`` tokens (see module docstring)."""
+    tok = b + p
+    logits = b + (p / l_in if p > 0.0 and l_in > 0.0 else 0.0)
+    gemm = s.g_dense_tok_s * tok + s.g_head_tok_s * logits
+    t = s.w_dense_s if s.w_dense_s > gemm else gemm
+    if s.n_exp:
+        frac = 1.0 - (1.0 - s.top_k / s.n_exp) ** tok if tok > 0.0 else 0.0
+        we = s.w_exp_s * frac
+        ge = s.g_exp_tok_s * tok
+        t += we if we > ge else ge
+    if b > 0.0:
+        kv = s.kv_ctx_s * b * c
+        ad = s.attn_dec_ctx_s * b * c
+        t += kv if kv > ad else ad
+    if p > 0.0:
+        t += s.attn_pf_s * p * l_in
+    if s.n_coll:
+        t += s.n_coll * (s.coll_lat_s + s.comm_tok_s * tok)
+    t += s.oh_step_s
+    cpu = s.cpu_seq_s * b
+    return t if t > cpu else cpu
+
+
+def iteration_parts(s: Setup, b: float, p: float, c: float, l_in: float) -> StepParts:
+    """Same as :func:`iteration_time`, split by resource (for the ``bottleneck`` label)."""
+    tok = b + p
+    logits = b + (p / l_in if p > 0.0 and l_in > 0.0 else 0.0)
+    gemm = s.g_dense_tok_s * tok + s.g_head_tok_s * logits
+    weights = s.w_dense_s
+    compute = 0.0
+    busy = max(weights, gemm)
+    compute += gemm
+    if s.n_exp:
+        frac = 1.0 - (1.0 - s.top_k / s.n_exp) ** tok if tok > 0.0 else 0.0
+        we = s.w_exp_s * frac
+        ge = s.g_exp_tok_s * tok
+        weights += we
+        compute += ge
+        busy += max(we, ge)
+    kv = s.kv_ctx_s * b * c if b > 0 else 0.0
+    ad = s.attn_dec_ctx_s * b * c if b > 0 else 0.0
+    busy += max(kv, ad)
+    compute += ad
+    if p > 0.0:
+        pf = s.attn_pf_s * p * l_in
+        busy += pf
+        compute += pf
+    comm = s.n_coll * (s.coll_lat_s + s.comm_tok_s * tok) if s.n_coll else 0.0
+    gpu = busy + comm + s.oh_step_s
+    cpu = s.cpu_seq_s * b
+    return StepParts(
+        memory_s=weights + kv,
+        weights_s=weights,
+        kv_s=kv,
+        compute_s=compute,
+        comm_s=comm,
+        overhead_s=s.oh_step_s + max(cpu - gpu, 0.0),
+        total_s=max(gpu, cpu),
+    )
+
+
+def mean_context(l_in: int, l_out: int) -> float:
+    """Mean context (tokens) of a decoding sequence: prompt plus half the output."""
+    return l_in + (l_out - 1) / 2.0
+
+
+def prefill_per_iteration(b: float, l_in: int, l_out: int) -> float:
+    """Prompt tokens per iteration averaged over time with ``b`` decoding sequences."""
+    return b * l_in / max(l_out - 1, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Mix:
+    """Steady-state iteration mix with ``b`` sequences decoding (seconds).
+
+    Prompts replace finished sequences at ``B / (L_out - 1)`` prompts per iteration. A prompt is
+    processed in ``n_ch`` chunks (1 without chunked prefill or when it fits the token budget);
+    ``demand = B n_ch / (L_out - 1)`` chunks per iteration. When ``demand >= 1`` every iteration
+    carries ``demand`` chunks (fluid); otherwise a fraction ``f = demand`` of iterations carries
+    one chunk and the rest are pure decode. So ``tau = (1 - f) tau0 + f tau1``, ``tau1`` being an
+    iteration that carries chunks, and one request's prompt adds ``delta = n_ch (tau1 - tau0) /
+    max(1, demand)`` of GPU time. ``s1`` is the first-token service time: the ``n_ch`` iterations
+    that carry the request's own chunks. ``service`` is the prompt queue's service time per
+    prompt: a prompt-carrying iteration takes ``tau1`` and admits ``room = budget - B`` prompt
+    tokens (at least one whole prompt without chunked prefill), so ``tau1 L_in / room``.
+    ``residual`` is the mean residual of the iteration in flight when a request arrives
+    (length-biased: ``E[tau^2] / (2 E[tau])``).
+    """
+
+    tau0: float
+    tau1: float
+    tau: float
+    f: float
+    delta: float
+    s1: float
+    service: float
+    residual: float
+
+
+def iteration_mix(s: Setup, b: float, l_in: int, l_out: int) -> Mix:
+    """Steady-state iteration mix (see :class:`Mix`); ``l_out >= 2``."""
+    n_dec = max(l_out - 1, 1)
+    c = mean_context(l_in, l_out)
+    budget = token_budget(s, l_in, l_out)
+    room = max(budget - b, 1.0)
+    n_ch = 1
+    if s.chunked and room < l_in:
+        n_ch = math.ceil(l_in / max(room, 256.0))
+    elif room < l_in:
+        room = float(l_in)
+    chunk = l_in / n_ch
+    demand = b * n_ch / n_dec
+    tau0 = iteration_time(s, b, 0.0, c, l_in)
+    if demand >= 1.0:
+        f = 1.0
+        tau1 = iteration_time(s, b, demand * chunk, c, l_in)
+        delta = (tau1 - tau0) * n_ch / demand
+    else:
+        f = demand
+        tau1 = iteration_time(s, b, chunk, c, l_in)
+        delta = (tau1 - tau0) * n_ch
+    tau = (1.0 - f) * tau0 + f * tau1
+    residual = ((1.0 - f) * tau0 * tau0 + f * tau1 * tau1) / (2.0 * tau)
+    return Mix(tau0, tau1, tau, f, max(delta, 0.0), n_ch * tau1, tau1 * l_in / room, residual)

@@ -1,0 +1,187 @@
+"""Latency under load: the steady state of one replica at a running batch ``B``, and the TTFT,
+TPOT and E2E percentiles there.
+
+* Steady state (:func:`operating_point`): with ``B`` sequences decoding, the iteration mix
+  (``iteration.iteration_mix``) gives the mean time per output token ``tau``, and Little's law
+  on the decode phase the arrival rate that keeps ``B`` decoding,
+  ``lambda(B) = B / ((L_out - 1) tau(B))``.
+* TTFT = first-token service ``s1`` (the iteration(s) carrying the request's prompt) + queueing
+  + the engine's request overhead. Prompts queue for the token budget: a prompt-carrying
+  iteration takes ``tau1`` and admits ``room = budget - B`` prompt tokens, so the prompt queue is
+  an M/D/1 queue with deterministic service ``S = tau1 L_in / room`` at utilisation
+  ``rho = lambda S`` (in the fluid regime ``rho`` is the budget's utilisation). Its wait adds to
+  the residual of the iteration in flight (length-biased mean ``E[tau^2] / (2 E[tau])``). Mean
+  wait ``rho S / (2 (1 - rho)) + residual``. Percentiles use the exponential-tail
+  approximation of the M/D/1 waiting time, ``P(W > x) ~ rho exp(-2 (1 - rho) x / S)``
+  (``P(W > 0) = rho`` and the exact M/D/1 mean; a Kingman-type tail), so
+  ``W_q = S ln(rho / (1 - q)) / (2 (1 - rho))`` when ``rho > 1 - q``, else 0; the residual
+  contributes ``2 q residual`` (uniform residual of a fixed-length iteration).
+* TPOT percentiles: a request's ``L_out - 1`` decode iterations include a Binomial(``L_out - 1``,
+  ``f``) number of prompt-carrying ones; with a normal approximation,
+  ``TPOT_q = tau + z_q (tau1 - tau0) sqrt(f (1 - f) / (L_out - 1))``.
+* E2E = TTFT + (L_out - 1) TPOT; its percentile adds the two excesses over their means in
+  quadrature (independent tails).
+
+One-token outputs are modelled as two-token requests (:func:`effective_output`). Seconds and
+requests/s inside this module; :func:`latency_percentiles` converts to ms. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from statistics import NormalDist
+
+from service.domain.perfmodel.coefficients import Setup
+from service.domain.perfmodel.iteration import iteration_mix
+from service.domain.perfmodel.values import LatencyPercentiles
+
+__all__ = [
+    "OperatingPoint",
+    "e2e_q",
+    "effective_output",
+    "latency_percentiles",
+    "operating_point",
+    "requests_in_system",
+    "solve_increasing",
+    "tpot_q",
+    "ttft_q",
+]
+
+
+@lru_cache(maxsize=64)
+def _z(q: float) -> float:
+    """Standard-normal quantile ``z_q`` (``statistics.NormalDist``), memoised per ``q``."""
+    return NormalDist().inv_cdf(q)
+
+
+@dataclass(frozen=True, slots=True)
+class OperatingPoint:
+    """One steady state (seconds, requests/s). ``b`` decoding sequences, ``lam`` arrival rate,
+    ``tau0``/``tau1``/``tau`` iteration time without prompts, with prompts, and on average;
+    ``f`` share of iterations carrying prompts; ``delta`` GPU time one prompt adds; ``service``
+    prompt-queue service time; ``residual`` mean residual of the iteration in flight; ``s1``
+    first-token service; ``rho`` prompt-queue utilisation; ``ttft`` mean TTFT."""
+
+    b: float
+    lam: float
+    tau0: float
+    tau: float
+    tau1: float
+    f: float
+    delta: float
+    service: float
+    residual: float
+    s1: float
+    rho: float
+    ttft: float
+    n_dec: int
+
+
+def effective_output(l_out: int) -> int:
+    """Output tokens used for the dynamics: at least 2 (one-token outputs as two-token)."""
+    return max(l_out, 2)
+
+
+def operating_point(s: Setup, b: float, l_in: int, l_out: int, ca2: float = 1.0) -> OperatingPoint:
+    """Steady state with ``b`` sequences decoding (``lambda`` from Little's law).
+
+    ``ca2``: squared coefficient of variation of the arrivals (1 for Poisson: M/D/1; a closed
+    loop of identical requests is burstier): the prompt-queue wait is Kingman's
+    ``(ca2 + 0) / 2 * rho / (1 - rho) * service`` (deterministic service).
+    """
+    lo = effective_output(l_out)
+    n_dec = lo - 1
+    b = max(b, 1e-9)
+    mix = iteration_mix(s, b, l_in, lo)
+    lam = b / (n_dec * mix.tau)
+    rho = min(lam * mix.service, 0.999999)
+    wait = ca2 * rho * mix.service / (2.0 * (1.0 - rho)) + mix.residual
+    return OperatingPoint(
+        b, lam, mix.tau0, mix.tau, mix.tau1, mix.f, mix.delta, mix.service, mix.residual,
+        mix.s1, rho, mix.s1 + wait + s.ttft_oh_s, n_dec,
+    )  # fmt: skip
+
+
+def requests_in_system(s: Setup, b: float, l_in: int, l_out: int, ca2: float) -> float:
+    """Requests in the system ``lambda TTFT + B`` for a closed loop at batch ``b``."""
+    op = operating_point(s, b, l_in, l_out, ca2)
+    return op.lam * op.ttft + op.b
+
+
+def ttft_q(s: Setup, op: OperatingPoint, q: float) -> float:
+    """TTFT percentile ``q`` (0-1), seconds: service + M/D/1 tail wait + residual + overhead."""
+    rho = op.rho
+    w = 0.0
+    if rho > 1.0 - q and op.service > 0.0:
+        w = op.service * math.log(rho / (1.0 - q)) / (2.0 * (1.0 - rho))
+    return op.s1 + w + 2.0 * q * op.residual + s.ttft_oh_s
+
+
+def tpot_q(op: OperatingPoint, q: float) -> float:
+    """TPOT percentile ``q`` (0-1), seconds: normal approximation of the Binomial count of
+    prompt-carrying iterations in a request's decode (never below ``tau0``)."""
+    spread = (op.tau1 - op.tau0) * math.sqrt(op.f * (1.0 - op.f) / op.n_dec)
+    return max(op.tau + _z(q) * spread, op.tau0)
+
+
+def e2e_q(s: Setup, op: OperatingPoint, q: float) -> float:
+    """E2E percentile ``q`` (0-1), seconds: mean plus the TTFT and decode excesses added in
+    quadrature (independent tails); below the median the deficits are added."""
+    mean = op.ttft + op.n_dec * op.tau
+    d1 = ttft_q(s, op, q) - op.ttft
+    d2 = op.n_dec * (tpot_q(op, q) - op.tau)
+    if q <= 0.5:
+        return mean + min(d1, 0.0) + min(d2, 0.0)
+    return mean + math.hypot(max(d1, 0.0), max(d2, 0.0))
+
+
+def latency_percentiles(s: Setup, op: OperatingPoint) -> LatencyPercentiles:
+    """p50/p90/p95/p99 of TTFT, TPOT and E2E (ms) at an operating point."""
+    ms = 1e3
+    return LatencyPercentiles(
+        ttft_p50_ms=ttft_q(s, op, 0.5) * ms,
+        ttft_p90_ms=ttft_q(s, op, 0.9) * ms,
+        ttft_p95_ms=ttft_q(s, op, 0.95) * ms,
+        ttft_p99_ms=ttft_q(s, op, 0.99) * ms,
+        tpot_p50_ms=tpot_q(op, 0.5) * ms,
+        tpot_p90_ms=tpot_q(op, 0.9) * ms,
+        tpot_p95_ms=tpot_q(op, 0.95) * ms,
+        tpot_p99_ms=tpot_q(op, 0.99) * ms,
+        e2e_p50_ms=e2e_q(s, op, 0.5) * ms,
+        e2e_p90_ms=e2e_q(s, op, 0.9) * ms,
+        e2e_p95_ms=e2e_q(s, op, 0.95) * ms,
+        e2e_p99_ms=e2e_q(s, op, 0.99) * ms,
+    )
+
+
+def solve_increasing(
+    f: Callable[[float], float], target: float, lo: float, hi: float, iters: int = 48
+) -> float:
+    """Largest-accuracy root of increasing ``f(x) = target`` in ``[lo, hi]`` (Illinois method)."""
+    flo = f(lo) - target
+    fhi = f(hi) - target
+    if flo >= 0.0:
+        return lo
+    if fhi <= 0.0:
+        return hi
+    side = 0
+    x = hi
+    for _ in range(iters):
+        x = (lo * fhi - hi * flo) / (fhi - flo)
+        fx = f(x) - target
+        if abs(fx) <= 1e-7 * max(abs(target), 1e-12) or hi - lo <= 1e-9 * hi:
+            return x
+        if fx > 0.0:
+            hi, fhi = x, fx
+            if side == -1:
+                flo *= 0.5
+            side = -1
+        else:
+            lo, flo = x, fx
+            if side == 1:
+                fhi *= 0.5
+            side = 1
+    return x
