@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,26 @@ REQUIRED = [
     "gpt-j-6b",
     "falcon-180b",
     "gemma-2-27b",
+    "gpt-oss-120b",
+    "gpt-oss-20b",
+    "qwen3-8b",
+    "qwen3-14b",
+    "qwen3-32b",
+    "glm-4.5-air",
+    "glm-4.6",
+    "deepseek-v3.2",
 ]
+
+# What the publisher's headline *active* count leaves out, where it is not the full per-token
+# count of ParamCounts.active. Read off the numbers: gpt-oss's 5.1B / 3.6B match the count
+# without the input embedding table to within 1 % (with it: 5.71B / 4.19B); GLM's 12B / 32B
+# match the count without embedding and output head (with them: 13.4B / 33.6B).
+ACTIVE_HEADLINE_LEAVES_OUT: dict[str, tuple[str, ...]] = {
+    "gpt-oss-120b": ("embedding",),
+    "gpt-oss-20b": ("embedding",),
+    "glm-4.5-air": ("embedding", "lm_head"),
+    "glm-4.6": ("embedding", "lm_head"),
+}
 
 
 def test_every_required_preset_exists() -> None:
@@ -46,9 +66,46 @@ def test_every_required_preset_exists() -> None:
 def test_computed_parameter_counts_match_published(pid: str) -> None:
     arch = PRESETS[pid]
     pc = param_counts(arch)
+    left_out = ACTIVE_HEADLINE_LEAVES_OUT.get(pid, ())
+    active = pc.active - sum(getattr(pc, part) for part in left_out)
     assert pc.total / 1e9 == pytest.approx(arch.params_b, rel=0.03)
-    assert pc.active / 1e9 == pytest.approx(arch.active_params_b, rel=0.03)
+    assert active / 1e9 == pytest.approx(arch.active_params_b, rel=0.03)
     assert arch.source.startswith("hf:")
+
+
+def test_active_headline_conventions_are_needed() -> None:
+    # The full per-token count misses these headlines by more than 3 %: the convention matters.
+    for pid in ACTIVE_HEADLINE_LEAVES_OUT:
+        arch = PRESETS[pid]
+        assert param_counts(arch).active / 1e9 > arch.active_params_b * 1.03, pid
+
+
+@pytest.mark.parametrize(
+    ("pid", "total_b", "active_b"),
+    [
+        ("qwen3-8b", 8.2, 8.2),
+        ("qwen3-14b", 14.8, 14.8),
+        ("qwen3-32b", 32.8, 32.8),
+        ("gpt-oss-120b", 116.8, 5.1),
+        ("gpt-oss-20b", 20.9, 3.6),
+    ],
+)
+def test_new_presets_match_published_counts_closely(
+    pid: str, total_b: float, active_b: float
+) -> None:
+    pc = param_counts(PRESETS[pid])
+    left_out = ACTIVE_HEADLINE_LEAVES_OUT.get(pid, ())
+    active = pc.active - sum(getattr(pc, part) for part in left_out)
+    assert pc.total / 1e9 == pytest.approx(total_b, rel=0.005)
+    assert active / 1e9 == pytest.approx(active_b, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("pid", "non_embedding_b"), [("qwen3-8b", 6.95), ("qwen3-14b", 13.2), ("qwen3-32b", 31.2)]
+)
+def test_qwen3_dense_non_embedding_counts(pid: str, non_embedding_b: float) -> None:
+    pc = param_counts(PRESETS[pid])
+    assert (pc.total - pc.embedding - pc.lm_head) / 1e9 == pytest.approx(non_embedding_b, rel=0.01)
 
 
 def test_mixtral_total_and_active() -> None:
@@ -59,9 +116,53 @@ def test_mixtral_total_and_active() -> None:
 
 def test_moe_layer_layouts() -> None:
     assert PRESETS["deepseek-v3"].n_moe_layers == 58  # first 3 dense
+    assert PRESETS["deepseek-v3.2"].n_moe_layers == 58
     assert PRESETS["llama-4-maverick"].n_moe_layers == 24  # every second layer
     assert PRESETS["llama-4-scout"].n_moe_layers == 48
     assert PRESETS["llama-3.1-8b"].n_moe_layers == 0
+    assert PRESETS["glm-4.5-air"].n_moe_layers == 45  # first_k_dense_replace 1
+    assert PRESETS["glm-4.6"].n_moe_layers == 89  # first_k_dense_replace 3
+    assert PRESETS["gpt-oss-120b"].n_moe_layers == 36  # every layer
+    assert PRESETS["gpt-oss-20b"].n_moe_layers == 24
+    assert PRESETS["qwen3-32b"].n_moe_layers == 0
+
+
+def test_gpt_oss_sliding_window_layers_recorded() -> None:
+    # layer_types alternate sliding_attention / full_attention; sliding_window 128
+    for pid, layers in (("gpt-oss-120b", 36), ("gpt-oss-20b", 24)):
+        a = PRESETS[pid]
+        assert (a.n_layers, a.sliding_window, a.sliding_window_layers) == (layers, 128, layers // 2)
+
+
+def test_deepseek_v32_keeps_the_v3_shapes() -> None:
+    v3, v32 = PRESETS["deepseek-v3"], PRESETS["deepseek-v3.2"]
+    assert dataclasses.replace(v32, id=v3.id, name=v3.name) == v3
+    assert v32.source == "hf:deepseek-ai/DeepSeek-V3.2/config.json"
+
+
+# KV-cache bytes per token of one replica at 16 bits, by hand from config.json, against the
+# element count the performance model multiplies by bytes per element and shards.
+def test_kv_bytes_per_token_gqa_qwen3_8b() -> None:
+    # 36 layers x 2 (K, V) x 8 KV heads x head_dim 128 x 2 bytes = 147,456 B
+    a = PRESETS["qwen3-8b"]
+    assert a.n_layers * a.kv_elements_per_token_layer * 2 == 36 * 2 * 8 * 128 * 2 == 147_456
+
+
+def test_kv_bytes_per_token_gqa_head_dim_not_hidden_over_heads() -> None:
+    # gpt-oss: head_dim 64 while hidden 2880 / 64 heads = 45; 24 x 2 x 8 x 64 x 2 = 49,152 B
+    a = PRESETS["gpt-oss-20b"]
+    assert a.n_layers * a.kv_elements_per_token_layer * 2 == 24 * 2 * 8 * 64 * 2 == 49_152
+    # GLM-4.6: 92 layers x 2 x 8 KV heads x 128 x 2 bytes = 376,832 B
+    g = PRESETS["glm-4.6"]
+    assert g.n_layers * g.kv_elements_per_token_layer * 2 == 92 * 2 * 8 * 128 * 2 == 376_832
+
+
+def test_kv_bytes_per_token_mla_deepseek_v32() -> None:
+    # 61 layers x (kv_lora_rank 512 + qk_rope_head_dim 64) x 2 bytes = 70,272 B (the indexer's
+    # own key cache is not counted)
+    a = PRESETS["deepseek-v3.2"]
+    assert a.attention == "mla"
+    assert a.n_layers * a.kv_elements_per_token_layer * 2 == 61 * (512 + 64) * 2 == 70_272
 
 
 @pytest.mark.parametrize(
@@ -81,10 +182,31 @@ def test_moe_layer_layouts() -> None:
         ("google/gemma-2-27b-it", "gemma-2-27b"),
         ("EleutherAI/gpt-j-6b", "gpt-j-6b"),
         ("tiiuae/falcon-180B", "falcon-180b"),
+        # model ids as they appear in the published serving measurements
+        ("openai/gpt-oss-120b", "gpt-oss-120b"),
+        ("openai/gpt-oss-20b", "gpt-oss-20b"),
+        ("zai-org/GLM-4.5-Air", "glm-4.5-air"),
+        ("zai-org/GLM-4.5-Air-FP8", "glm-4.5-air"),
+        ("zai-org/GLM-4.6", "glm-4.6"),
+        ("Qwen/Qwen3-235B-A22B-Instruct-2507", "qwen3-235b-a22b"),
+        ("Qwen/Qwen3-8B", "qwen3-8b"),
+        ("Qwen/Qwen3-14B", "qwen3-14b"),
+        ("Qwen/Qwen3-32B", "qwen3-32b"),
+        ("qwen/qwen3-32b-fp8", "qwen3-32b"),
+        ("deepseek-ai/DeepSeek-V3.2", "deepseek-v3.2"),
+        ("deepseek-ai/DeepSeek-V3.2-Exp", "deepseek-v3.2"),
+        ("deepseek-ai/DeepSeek-V3.1", "deepseek-v3"),
+        ("deepseek-ai/DeepSeek-V3.1-Terminus", "deepseek-v3"),
+        ("deepseek-ai/DeepSeek-R1-0528", "deepseek-v3"),
+        ("meta-llama/Llama-3.1-405B-Instruct", "llama-3.1-405b"),
+        ("amd/Llama-3.1-405B-Instruct-FP8-KV", "llama-3.1-405b"),
+        ("amd/Llama-3.1-70B-Instruct-FP8-KV", "llama-3.1-70b"),
+        ("meta-llama/Meta-Llama-3.1-8B-Instruct", "llama-3.1-8b"),
     ],
 )
 def test_aliases_resolve_case_insensitively(name: str, expected: str) -> None:
     assert resolve_model(name).arch.id == expected
+    assert resolve_model(name.upper()).arch.id == expected
 
 
 def test_every_calibration_csv_model_label_resolves() -> None:

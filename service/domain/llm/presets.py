@@ -3,7 +3,15 @@
 Each value is read from the model's Hugging Face ``config.json`` (path in ``source``);
 ``params_b``/``active_params_b`` are the publisher's headline counts (model card / safetensors
 metadata). Values were cross-checked against copies of these configs in public repositories
-found with the project's code search (e.g. NVIDIA/TensorRT-LLM tests for Llama 4 Maverick).
+found with the project's code search (e.g. NVIDIA/TensorRT-LLM tests for Llama 4 Maverick; the
+EchoCog/gpt-oss-20b mirror of the gpt-oss-20b repository; Hugging Face copies of the Qwen3 dense,
+GLM-4.5-Air and GLM-4.7 configs, the GLM-4.6 GGUF metadata, and the DeepSeek-V3.1 model card,
+which states V3.1 keeps the V3 structure).
+
+Headline *active* counts follow each publisher's convention, which is not always the one
+:func:`~service.domain.llm.arch.param_counts` uses (every weight a token touches, embedding and
+LM head included): OpenAI's gpt-oss card leaves out the input embedding table, Zhipu's GLM cards
+leave out the embedding table and the output head. The unit tests compare like with like.
 
 Adding a model is adding one entry here (and, for other spellings of its name, an alias in
 ``names``).
@@ -49,6 +57,19 @@ def _llama(
         source=source,
     )
 
+
+# huggingface.co/deepseek-ai/DeepSeek-V3/config.json (MTP module excluded: 671B main model).
+# DeepSeek-V3.1 and R1/R1-0528 publish the same shapes (aliases in ``names``); DeepSeek-V3.2 adds
+# a sparse-attention indexer (its preset below).
+_DEEPSEEK_V3 = ModelArch(
+    id="deepseek-v3", name="DeepSeek-V3", params_b=671.0, active_params_b=37.0,
+    n_layers=61, hidden_size=7168, n_heads=128, n_kv_heads=128, head_dim=128,
+    ffn_size=18432, vocab_size=129280, max_context=163840, attention="mla",
+    n_experts=256, experts_per_token=8, n_shared_experts=1, moe_ffn_size=2048,
+    first_k_dense_layers=3, kv_lora_rank=512, qk_rope_head_dim=64, q_lora_rank=1536,
+    qk_nope_head_dim=128, v_head_dim=128,
+    source="hf:deepseek-ai/DeepSeek-V3/config.json",
+)  # fmt: skip
 
 _PRESET_LIST: tuple[ModelArch, ...] = (
     # huggingface.co/meta-llama/Llama-2-7b-hf/config.json
@@ -119,16 +140,7 @@ _PRESET_LIST: tuple[ModelArch, ...] = (
         vocab_size=151936, max_context=40960, n_experts=128, experts_per_token=8,
         moe_ffn_size=1536, source="hf:Qwen/Qwen3-235B-A22B/config.json",
     ),
-    # huggingface.co/deepseek-ai/DeepSeek-V3/config.json (MTP module excluded: 671B main model)
-    ModelArch(
-        id="deepseek-v3", name="DeepSeek-V3", params_b=671.0, active_params_b=37.0,
-        n_layers=61, hidden_size=7168, n_heads=128, n_kv_heads=128, head_dim=128,
-        ffn_size=18432, vocab_size=129280, max_context=163840, attention="mla",
-        n_experts=256, experts_per_token=8, n_shared_experts=1, moe_ffn_size=2048,
-        first_k_dense_layers=3, kv_lora_rank=512, qk_rope_head_dim=64, q_lora_rank=1536,
-        qk_nope_head_dim=128, v_head_dim=128,
-        source="hf:deepseek-ai/DeepSeek-V3/config.json",
-    ),
+    _DEEPSEEK_V3,
     # huggingface.co/meta-llama/Llama-4-Scout-17B-16E/config.json (text_config; chunked
     # attention of 8192 tokens on 3 of 4 layers)
     ModelArch(
@@ -169,6 +181,82 @@ _PRESET_LIST: tuple[ModelArch, ...] = (
         hidden_size=4608, n_heads=32, n_kv_heads=16, head_dim=128, ffn_size=36864,
         vocab_size=256000, max_context=8192, tie_embeddings=True, sliding_window=4096,
         sliding_window_layers=23, source="hf:google/gemma-2-27b/config.json",
+    ),
+    # huggingface.co/openai/gpt-oss-120b/config.json: 36 layers alternating 128-token sliding
+    # window and full attention (layer_types: 18 x [sliding, full]), per-head attention sinks,
+    # 128 experts top-4 of intermediate 2880, head_dim 64 (q width 4096 != hidden 2880). The
+    # published checkpoint stores the experts in MXFP4 (attention, router, embedding and head in
+    # BF16). Headline 116.8B total / 5.1B active; the active count leaves out the embedding
+    # table. KV is charged at full length on every layer (see ModelArch.sliding_window).
+    ModelArch(
+        id="gpt-oss-120b", name="gpt-oss-120b", params_b=116.8, active_params_b=5.1,
+        n_layers=36, hidden_size=2880, n_heads=64, n_kv_heads=8, head_dim=64, ffn_size=2880,
+        vocab_size=201088, max_context=131072, n_experts=128, experts_per_token=4,
+        moe_ffn_size=2880, sliding_window=128, sliding_window_layers=18,
+        source="hf:openai/gpt-oss-120b/config.json",
+    ),
+    # huggingface.co/openai/gpt-oss-20b/config.json: as gpt-oss-120b with 24 layers
+    # (12 x [sliding, full]) and 32 experts top-4. Headline 20.9B total / 3.6B active
+    # (embedding table left out of the active count).
+    ModelArch(
+        id="gpt-oss-20b", name="gpt-oss-20b", params_b=20.9, active_params_b=3.6,
+        n_layers=24, hidden_size=2880, n_heads=64, n_kv_heads=8, head_dim=64, ffn_size=2880,
+        vocab_size=201088, max_context=131072, n_experts=32, experts_per_token=4,
+        moe_ffn_size=2880, sliding_window=128, sliding_window_layers=12,
+        source="hf:openai/gpt-oss-20b/config.json",
+    ),
+    # huggingface.co/Qwen/Qwen3-8B/config.json (head_dim 128, untied embeddings; model card
+    # 8.2B parameters, 6.95B non-embedding)
+    ModelArch(
+        id="qwen3-8b", name="Qwen3 8B", params_b=8.2, active_params_b=8.2, n_layers=36,
+        hidden_size=4096, n_heads=32, n_kv_heads=8, head_dim=128, ffn_size=12288,
+        vocab_size=151936, max_context=40960, source="hf:Qwen/Qwen3-8B/config.json",
+    ),
+    # huggingface.co/Qwen/Qwen3-14B/config.json (model card 14.8B, 13.2B non-embedding)
+    ModelArch(
+        id="qwen3-14b", name="Qwen3 14B", params_b=14.8, active_params_b=14.8, n_layers=40,
+        hidden_size=5120, n_heads=40, n_kv_heads=8, head_dim=128, ffn_size=17408,
+        vocab_size=151936, max_context=40960, source="hf:Qwen/Qwen3-14B/config.json",
+    ),
+    # huggingface.co/Qwen/Qwen3-32B/config.json (64 heads x head_dim 128 = 8192 != hidden 5120;
+    # model card 32.8B, 31.2B non-embedding)
+    ModelArch(
+        id="qwen3-32b", name="Qwen3 32B", params_b=32.8, active_params_b=32.8, n_layers=64,
+        hidden_size=5120, n_heads=64, n_kv_heads=8, head_dim=128, ffn_size=25600,
+        vocab_size=151936, max_context=40960, source="hf:Qwen/Qwen3-32B/config.json",
+    ),
+    # huggingface.co/zai-org/GLM-4.5-Air/config.json (Glm4MoeForCausalLM: first layer dense,
+    # 128 routed + 1 shared expert top-8; the MTP layer, num_nextn_predict_layers 1, excluded).
+    # Headline 106B total / 12B active; the active count leaves out embedding and head.
+    ModelArch(
+        id="glm-4.5-air", name="GLM-4.5-Air", params_b=106.0, active_params_b=12.0,
+        n_layers=46, hidden_size=4096, n_heads=96, n_kv_heads=8, head_dim=128, ffn_size=10944,
+        vocab_size=151552, max_context=131072, n_experts=128, experts_per_token=8,
+        n_shared_experts=1, moe_ffn_size=1408, first_k_dense_layers=1,
+        source="hf:zai-org/GLM-4.5-Air/config.json",
+    ),
+    # huggingface.co/zai-org/GLM-4.6/config.json (GLM-4.5 architecture, context raised to
+    # 202752: first 3 layers dense, 160 routed + 1 shared expert top-8; MTP layer excluded).
+    # Headline 355B total / 32B active (embedding and head left out of the active count).
+    ModelArch(
+        id="glm-4.6", name="GLM-4.6", params_b=355.0, active_params_b=32.0, n_layers=92,
+        hidden_size=5120, n_heads=96, n_kv_heads=8, head_dim=128, ffn_size=12288,
+        vocab_size=151552, max_context=202752, n_experts=160, experts_per_token=8,
+        n_shared_experts=1, moe_ffn_size=1536, first_k_dense_layers=3,
+        source="hf:zai-org/GLM-4.6/config.json",
+    ),
+    # huggingface.co/deepseek-ai/DeepSeek-V3.2/config.json (DeepseekV32ForCausalLM): the
+    # DeepSeek-V3 shapes plus the DeepSeek Sparse Attention indexer (index_n_heads 64,
+    # index_head_dim 128, index_topk 2048). The MLA latent KV is still stored for every token;
+    # beyond 2048 tokens of context each query attends to only the 2048 the indexer selects, so
+    # core attention compute and latent reads per query stop growing with context (the indexer
+    # still scores the whole context against its own small key cache). Not modelled here: that
+    # indexer key cache (128 elements per token and layer beside the 576-element latent) and
+    # the indexer weights (~0.85B); the MTP module is excluded as for DeepSeek-V3 (the 685B on
+    # the model page includes it).
+    replace(
+        _DEEPSEEK_V3, id="deepseek-v3.2", name="DeepSeek-V3.2",
+        source="hf:deepseek-ai/DeepSeek-V3.2/config.json",
     ),
 )  # fmt: skip
 
