@@ -5,17 +5,22 @@ TPOT and E2E percentiles there.
   (``iteration.iteration_mix``) gives the mean time per output token ``tau``, and Little's law
   on the decode phase the arrival rate that keeps ``B`` decoding,
   ``lambda(B) = B / ((L_out - 1) tau(B))``.
-* TTFT = first-token service ``s1`` (the iteration(s) carrying the request's prompt) + queueing
-  + the engine's request overhead. Prompts queue for the token budget: a prompt-carrying
-  iteration takes ``tau1`` and admits ``room = budget - B`` prompt tokens, so the prompt queue is
-  an M/D/1 queue with deterministic service ``S = tau1 L_in / room`` at utilisation
-  ``rho = lambda S`` (in the fluid regime ``rho`` is the budget's utilisation). Its wait adds to
-  the residual of the iteration in flight (length-biased mean ``E[tau^2] / (2 E[tau])``). Mean
-  wait ``rho S / (2 (1 - rho)) + residual``. Percentiles use the exponential-tail
-  approximation of the M/D/1 waiting time, ``P(W > x) ~ rho exp(-2 (1 - rho) x / S)``
-  (``P(W > 0) = rho`` and the exact M/D/1 mean; a Kingman-type tail), so
-  ``W_q = S ln(rho / (1 - q)) / (2 (1 - rho))`` when ``rho > 1 - q``, else 0; the residual
-  contributes ``2 q residual`` (uniform residual of a fixed-length iteration).
+* TTFT = queueing + prefill + request handling: first-token service ``s1`` (the iteration(s)
+  carrying the request's prompt), the wait before its first iteration, and ``ttft_oh_s`` (a few
+  ms, ``coefficients.REQUEST_HANDLING_MAX_MS``). Prompts queue for the token budget: a
+  prompt-carrying iteration takes ``tau1`` and admits ``room = budget - B`` prompt tokens, so the
+  prompt queue is an M/D/1 queue with deterministic service ``S = tau1 L_in / room`` at
+  utilisation ``rho = lambda S`` (in the fluid regime ``rho`` is the budget's utilisation). Its
+  wait adds to the residual of the iteration in flight, which an arrival meets only while the
+  engine is busy: with ``B`` sequences decoding on average (Poisson arrivals, so the number in
+  decode is about Poisson(``B``)) that is ``P_busy = 1 - exp(-B)``, and the residual given busy
+  is length-biased, mean ``r = E[tau^2] / (2 E[tau])``. Mean wait
+  ``rho S / (2 (1 - rho)) + P_busy r``; a lone request (``B -> 0``) waits for nothing.
+  Percentiles use the exponential-tail approximation of the M/D/1 waiting time,
+  ``P(W > x) ~ rho exp(-2 (1 - rho) x / S)`` (``P(W > 0) = rho`` and the exact M/D/1 mean; a
+  Kingman-type tail), so ``W_q = S ln(rho / (1 - q)) / (2 (1 - rho))`` when ``rho > 1 - q``,
+  else 0; the residual's quantile is that of 0 with probability ``1 - P_busy`` and
+  Uniform(0, 2 r) otherwise.
 * TPOT percentiles: a request's ``L_out - 1`` decode iterations include a Binomial(``L_out - 1``,
   ``f``) number of prompt-carrying ones; with a normal approximation,
   ``TPOT_q = tau + z_q (tau1 - tau0) sqrt(f (1 - f) / (L_out - 1))``.
@@ -45,6 +50,7 @@ __all__ = [
     "latency_percentiles",
     "operating_point",
     "requests_in_system",
+    "residual_q",
     "solve_increasing",
     "tpot_q",
     "ttft_q",
@@ -62,8 +68,9 @@ class OperatingPoint:
     """One steady state (seconds, requests/s). ``b`` decoding sequences, ``lam`` arrival rate,
     ``tau0``/``tau1``/``tau`` iteration time without prompts, with prompts, and on average;
     ``f`` share of iterations carrying prompts; ``delta`` GPU time one prompt adds; ``service``
-    prompt-queue service time; ``residual`` mean residual of the iteration in flight; ``s1``
-    first-token service; ``rho`` prompt-queue utilisation; ``ttft`` mean TTFT."""
+    prompt-queue service time; ``residual`` mean residual of the iteration in flight given the
+    engine is busy; ``busy`` the probability an arrival finds it busy; ``s1`` first-token
+    service; ``rho`` prompt-queue utilisation; ``ttft`` mean TTFT."""
 
     b: float
     lam: float
@@ -78,6 +85,7 @@ class OperatingPoint:
     rho: float
     ttft: float
     n_dec: int
+    busy: float = 1.0
 
 
 def effective_output(l_out: int) -> int:
@@ -98,10 +106,11 @@ def operating_point(s: Setup, b: float, l_in: int, l_out: int, ca2: float = 1.0)
     mix = iteration_mix(s, b, l_in, lo)
     lam = b / (n_dec * mix.tau)
     rho = min(lam * mix.service, 0.999999)
-    wait = ca2 * rho * mix.service / (2.0 * (1.0 - rho)) + mix.residual
+    busy = -math.expm1(-b)
+    wait = ca2 * rho * mix.service / (2.0 * (1.0 - rho)) + busy * mix.residual
     return OperatingPoint(
         b, lam, mix.tau0, mix.tau, mix.tau1, mix.f, mix.delta, mix.service, mix.residual,
-        mix.s1, rho, mix.s1 + wait + s.ttft_oh_s, n_dec,
+        mix.s1, rho, mix.s1 + wait + s.ttft_oh_s, n_dec, busy,
     )  # fmt: skip
 
 
@@ -111,13 +120,23 @@ def requests_in_system(s: Setup, b: float, l_in: int, l_out: int, ca2: float) ->
     return op.lam * op.ttft + op.b
 
 
+def residual_q(op: OperatingPoint, q: float) -> float:
+    """Quantile ``q`` (0-1) of the wait for the iteration in flight, seconds: 0 while the
+    engine is idle (probability ``1 - busy``), else Uniform(0, 2 ``residual``)."""
+    idle = 1.0 - op.busy
+    if q <= idle or op.busy <= 0.0:
+        return 0.0
+    return 2.0 * op.residual * (q - idle) / op.busy
+
+
 def ttft_q(s: Setup, op: OperatingPoint, q: float) -> float:
-    """TTFT percentile ``q`` (0-1), seconds: service + M/D/1 tail wait + residual + overhead."""
+    """TTFT percentile ``q`` (0-1), seconds: service + M/D/1 tail wait + residual + request
+    handling."""
     rho = op.rho
     w = 0.0
     if rho > 1.0 - q and op.service > 0.0:
         w = op.service * math.log(rho / (1.0 - q)) / (2.0 * (1.0 - rho))
-    return op.s1 + w + 2.0 * q * op.residual + s.ttft_oh_s
+    return op.s1 + w + residual_q(op, q) + s.ttft_oh_s
 
 
 def tpot_q(op: OperatingPoint, q: float) -> float:

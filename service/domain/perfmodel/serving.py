@@ -287,7 +287,7 @@ def _peak(s: Setup, caps: BatchCaps, l_in: int, l_out: int) -> _Point:
     the prompt queue has no finite mean worth reporting)."""
     n_dec = effective_output(l_out) - 1
     op = operating_point(s, float(caps.b_max), l_in, l_out)
-    ttft, tpot = op.s1 + op.residual + s.ttft_oh_s, op.tau
+    ttft, tpot = op.s1 + op.busy * op.residual + s.ttft_oh_s, op.tau
     return _Point(op, ttft, tpot, ttft + n_dec * tpot)
 
 
