@@ -11,7 +11,8 @@ does not depend on the load, derived once and memoised as a :class:`Setup`.
 5. ``_rates``: achieved memory bandwidth and GEMM/attention throughput;
 6. ``_attention_flops``: attention FLOPs per context token (decode) and per prompt token and
    prompt length (prefill);
-7. ``_communication``: the all-reduces of one iteration.
+7. ``_communication``: the all-reduces of one iteration (ring over PCIe; one-shot, two-shot
+   or NVLink SHARP on switched and fully meshed domains: :func:`allreduce_algorithms`).
 
 The formulas these coefficients feed are in ``iteration`` (time of one engine iteration) and
 ``memory`` (the memory plan); the symbols are defined there. Sizing rules per card:
@@ -68,6 +69,8 @@ __all__ = [
     "MAX_TP_WITHOUT_LARGE_DOMAIN",
     "REQUEST_HANDLING_MAX_MS",
     "Setup",
+    "allreduce_algorithms",
+    "allreduce_seconds",
     "build_setup",
 ]
 
@@ -87,7 +90,9 @@ class Setup:
     """Per-(model, deployment, engine, calibration) coefficients; see module docstring.
 
     Memory fields are bytes per card; ``*_s`` fields are seconds (per step, per token, or per
-    sequence-context-token as named). ``reject`` is non-empty when the deployment cannot run.
+    sequence-context-token as named); ``coll`` the all-reduce algorithms as (seconds, seconds
+    per token of the message), ``n_coll`` all-reduces per iteration. ``reject`` is non-empty
+    when the deployment cannot run.
     """
 
     reject: str
@@ -113,8 +118,7 @@ class Setup:
     attn_dec_ctx_s: float
     attn_pf_s: float
     n_coll: int
-    coll_lat_s: float
-    comm_tok_s: float
+    coll: tuple[tuple[float, float], ...]
     oh_step_s: float
     cpu_seq_s: float
     ttft_oh_s: float
@@ -338,27 +342,74 @@ def _attention_flops(model: ModelArch, t: int) -> tuple[float, float]:
     return attn_dec_flops, attn_pf_flops
 
 
-def _communication(
-    model: ModelArch, link: LinkPlan, cal: Calibration, t: int, dp: bool
-) -> tuple[int, float, float]:
-    """Step 7: ``(collectives per iteration, seconds of latency each, seconds per token each)``.
+def allreduce_algorithms(
+    link: LinkPlan, cal: Calibration, t: int
+) -> tuple[tuple[float, float], ...]:
+    """The all-reduce algorithms a group of ``t`` cards has on ``link``, each as
+    ``(latency seconds, seconds per byte of message)``; the engines pick the fastest per message
+    size, so an all-reduce of ``m`` bytes takes ``min(lat + m * per_byte)`` (
+    :func:`allreduce_seconds`).
 
-    Ring all-reduce: 2 (t - 1) steps, each paying the link's per-hop latency, moving
-    2 (t - 1) / t of the message over each card's link. Tensor parallelism needs two per layer
-    (after attention and after the MLP); attention DP + expert sharding needs one
-    all-reduce-sized exchange per layer (token dispatch/combine around the experts).
+    With ``lat`` the per-step latency of the link (one synchronised exchange:
+    ``nvlink_latency_us`` on NVLink-class links, ``pcie_latency_us`` on PCIe) and ``B`` the
+    bandwidth a card drives into the group (``LinkPlan.gbps_per_direction`` times the fitted
+    efficiency):
+
+    * ring (PCIe, partial meshes): ``2 (t - 1)`` steps, each card moves ``2 (t - 1) / t`` of
+      the message (NCCL ring; vLLM's custom all-reduce is disabled on more than two PCIe cards,
+      github.com/vllm-project/vllm/issues/56128). The latency grows with the group.
+    * switched or fully meshed (every pair reachable in one hop): one-shot, 1 step, each card
+      reads the ``t - 1`` peer buffers (``(t - 1) m / B``); two-shot, 2 steps (reduce-scatter +
+      all-gather), ``2 (t - 1) / t m / B``. vLLM's custom all-reduce (github.com/vllm-project/
+      vllm/pull/2192) and TensorRT-LLM's one-shot/two-shot kernels (AllReduceStrategy AUTO)
+      switch between them by size; NVIDIA's "3x Faster AllReduce with NVSwitch and TensorRT-LLM
+      MultiShot" (developer.nvidia.com blog, 2024) replaces the 2 (t - 1) ring steps by two.
+      The latency does not grow with ``t``.
+    * NVLink SHARP (``LinkPlan.nvls``, Hopper/Blackwell NVSwitch): 2 steps, the switch
+      reduces, so each card sends and receives about the message once (``m / B``); NCCL NVLS
+      measures ~6 us on small messages of 8 x H100 (github.com/NVIDIA/nccl/issues/1259).
     """
     if t <= 1 or link.kind == "none":
-        return 0, 0.0, 0.0
-    n_l = model.n_layers
-    lat = cal.nvlink_latency_us if link.kind == "nvlink" else cal.pcie_latency_us
-    eff = cal.nvlink_bw_eff if link.kind == "nvlink" else cal.pcie_bw_eff
-    n_coll = n_l if dp else 2 * n_l
-    coll_lat = lat * 1e-6 * 2 * (t - 1)
-    comm_tok = (
-        model.hidden_size * ACT_BYTES * 2.0 * (t - 1) / t / (link.gbps_per_direction * 1e9 * eff)
-    )
-    return n_coll, coll_lat, comm_tok
+        return ()
+    nv = link.kind == "nvlink"
+    lat = (cal.nvlink_latency_us if nv else cal.pcie_latency_us) * 1e-6
+    eff = cal.nvlink_bw_eff if nv else cal.pcie_bw_eff
+    per_byte = 1.0 / (link.gbps_per_direction * 1e9 * eff)
+    ring = 2.0 * (t - 1) / t
+    if not nv or link.topology == "ring":
+        return ((2 * (t - 1) * lat, ring * per_byte),)
+    algos = [(lat, (t - 1) * per_byte), (2.0 * lat, ring * per_byte)]
+    if link.nvls:
+        algos.append((2.0 * lat, per_byte))
+    return tuple(algos)
+
+
+def allreduce_seconds(algos: tuple[tuple[float, float], ...], nbytes: float) -> float:
+    """Seconds of one all-reduce of ``nbytes`` with the fastest of ``algos`` (0 without any)."""
+    best = 0.0
+    for i, (lat, per_byte) in enumerate(algos):
+        c = lat + per_byte * nbytes
+        if i == 0 or c < best:
+            best = c
+    return best
+
+
+def _communication(
+    model: ModelArch, link: LinkPlan, cal: Calibration, t: int, dp: bool
+) -> tuple[int, tuple[tuple[float, float], ...]]:
+    """Step 7: ``(collectives per iteration, algorithms as (latency s, seconds per token))``.
+
+    Tensor parallelism needs two all-reduces per layer (after attention and after the MLP) of
+    ``tokens x d x b_a`` bytes; attention DP + expert sharding needs one all-reduce-sized
+    exchange per layer (token dispatch/combine around the experts). Algorithms:
+    :func:`allreduce_algorithms`.
+    """
+    algos = allreduce_algorithms(link, cal, t)
+    if not algos:
+        return 0, ()
+    tok_bytes = model.hidden_size * ACT_BYTES
+    n_coll = model.n_layers if dp else 2 * model.n_layers
+    return n_coll, tuple((lat, per_byte * tok_bytes) for lat, per_byte in algos)
 
 
 @lru_cache(maxsize=8192)
@@ -383,7 +434,7 @@ def build_setup(
     capacity = memory_bytes(dep.gpu)
     r = _rates(dep.gpu, hw, cal)
     attn_dec_flops, attn_pf_flops = _attention_flops(model, t)
-    n_coll, coll_lat, comm_tok = _communication(model, hw.link, cal, t, dp)
+    n_coll, coll = _communication(model, hw.link, cal, t, dp)
     ec = hw.ec
     der_oh = 1.0 / hw.derate if hw.derate > 0 else 1.0
     # expert parallelism (attention DP shards experts by expert): the busiest rank sets the pace
@@ -413,8 +464,7 @@ def build_setup(
         attn_dec_ctx_s=attn_dec_flops / r.f_attn,
         attn_pf_s=attn_pf_flops / r.f_attn,
         n_coll=n_coll,
-        coll_lat_s=coll_lat,
-        comm_tok_s=comm_tok,
+        coll=coll,
         oh_step_s=(ec.step_overhead_ms * 1e-3 + ec.layer_overhead_us * 1e-6 * model.n_layers)
         * der_oh,
         cpu_seq_s=ec.seq_overhead_us * 1e-6 * der_oh,

@@ -299,18 +299,57 @@ def kv_plan(gpu: GpuSpec, kv_precision: KvPrecision) -> tuple[float, str, str]:
     return 2.0, "", ""
 
 
+Topology = Literal["none", "switched", "mesh", "ring"]
+
+# Substrings of ``GpuSpec.interconnect`` (lower-cased) naming a topology, first match wins.
+# "switch": NVSwitch / NVLink Switch, every card reaches every other at its full link rate.
+# "cube-mesh": DGX-1-style hybrid cube mesh, not every pair is linked, so collectives run as
+# rings (vLLM's custom all-reduce requires full connectivity and falls back to NCCL rings).
+_TOPOLOGY_KEYS: tuple[tuple[str, Topology], ...] = (
+    ("switch", "switched"),
+    ("cube-mesh", "ring"),
+    ("cube mesh", "ring"),
+)
+
+
 @dataclass(frozen=True, slots=True)
 class LinkPlan:
-    """Scale-up path of a tensor-parallel group: ``kind`` "none" | "nvlink" | "pcie".
+    """Scale-up path of a tensor-parallel group.
 
-    ``gbps_per_direction`` is the per-card link bandwidth in one direction (GB/s); the fitted
-    latency/efficiency constants for ``kind`` apply on top.
+    ``kind``: ``"none"`` (one card), ``"nvlink"`` (the card's scale-up link: NVLink, xGMI or
+    an integrated RoCE fabric) or ``"pcie"``. ``topology``: ``"switched"`` (every card reaches
+    every other through a switch at its full link rate), ``"mesh"`` (every pair of cards linked
+    directly: NVLink bridges, xGMI's 7 links), ``"ring"`` (PCIe, or a partial mesh: collectives
+    hop card to card). ``gbps_per_direction``: bandwidth one card can drive into the rest of the
+    group, one direction (GB/s): the whole link on a switch, ``(t - 1) / (domain - 1)`` of it
+    on a mesh of ``domain`` cards (one link per peer), PCIe x16 of the card's generation.
+    ``nvls``: the switch reduces in the network (NVLink SHARP, NVSwitch generation 3 and later:
+    Hopper and Blackwell systems). The fitted latency/efficiency constants apply on top.
     """
 
     kind: str
     gbps_per_direction: float
     note: str
     reason: str
+    topology: Topology = "ring"
+    nvls: bool = False
+
+
+def link_topology(gpu: GpuSpec) -> Topology:
+    """Topology of the card's scale-up domain (``_TOPOLOGY_KEYS`` on ``gpu.interconnect``).
+
+    Unnamed NVLink-class links: a domain of more than 2 cards on an NVIDIA board is switched
+    (HGX boards since A100 connect their 8 GPUs through NVSwitches), otherwise a mesh of
+    directly linked cards (2-card bridges; AMD xGMI and Gaudi RoCE link every pair).
+    """
+    text = gpu.interconnect.lower()
+    for key, topo in _TOPOLOGY_KEYS:
+        if key in text:
+            return topo
+    nvidia = "nvlink" in text or gpu.vendor.strip().upper() == "NVIDIA"
+    if nvidia and gpu.nvlink_domain > 2 and not any(w in text for w in ("bridge", "mesh")):
+        return "switched"
+    return "mesh"
 
 
 def link_plan(gpu: GpuSpec, tp: int, allow_pcie: bool) -> LinkPlan:
@@ -318,14 +357,20 @@ def link_plan(gpu: GpuSpec, tp: int, allow_pcie: bool) -> LinkPlan:
 
     A group fits the scale-up link when ``tp <= gpu.nvlink_domain`` and the card has one
     (``interconnect_bandwidth_gbps > 0``, which is the both-directions figure; one direction is
-    half). Otherwise PCIe at ``PCIE_GBPS_PER_DIRECTION[pcie_gen]`` only when allowed.
+    half). Otherwise PCIe at ``PCIE_GBPS_PER_DIRECTION[pcie_gen]`` only when allowed, as a ring.
     """
     if tp == 1:
-        return LinkPlan("none", 0.0, "", "")
-    if gpu.interconnect_bandwidth_gbps > 0 and tp <= max(1, gpu.nvlink_domain):
-        return LinkPlan("nvlink", gpu.interconnect_bandwidth_gbps / 2.0, "", "")
+        return LinkPlan("none", 0.0, "", "", "none")
+    domain = max(1, gpu.nvlink_domain)
+    if gpu.interconnect_bandwidth_gbps > 0 and tp <= domain:
+        topo = link_topology(gpu)
+        per_dir = gpu.interconnect_bandwidth_gbps / 2.0
+        if topo == "mesh" and domain > 2:
+            per_dir *= (tp - 1) / (domain - 1)
+        nvls = topo == "switched" and generation(gpu) in ("hopper", "blackwell")
+        return LinkPlan("nvlink", per_dir, "", "", topo, nvls)
     pcie = PCIE_GBPS_PER_DIRECTION.get(gpu.pcie_gen, 31.5 if gpu.pcie_gen > 6 else 15.75)
-    domain = max(1, gpu.nvlink_domain) if gpu.interconnect_bandwidth_gbps > 0 else 1
+    domain = domain if gpu.interconnect_bandwidth_gbps > 0 else 1
     if not allow_pcie:
         if domain == 1:
             why = f"{gpu.name} has no NVLink (PCIe only)"

@@ -12,7 +12,7 @@ from ``coefficients.build_setup``):
                     + max(W_exp u(B+p) / BW, 2 P_exp,act (B+p) / F_moe)   routed experts
                     + max(B c kv / (BW e_kv), B c a_dec / F_attn)         decode attention
                     + p L_in a_pf / F_attn                                prefill attention
-                    + n_c (2 (t-1) lat + (B+p) d b_a 2 (t-1)/t / link)    ring all-reduces
+                    + n_c AR((B+p) d b_a)                                 all-reduces
                     + oh_step + oh_layer n_l                              fixed per-step costs
       tau(B, p)     = max(tau_gpu, oh_seq B)                              host work overlaps
 
@@ -26,8 +26,10 @@ from ``coefficients.build_setup``):
   ``attn_eff``; ``F_moe``: times ``moe_gemm_eff``); ``e_kv`` = ``kv_read_eff``; ``b_a = 2``
   bytes per activation; ``n_c = 2 n_l`` collectives (one after attention, one after the MLP;
   ``n_l`` under attention data parallelism, where tokens are exchanged once around the experts)
-  over a link of ``interconnect_bandwidth_gbps / 2`` per direction (NVLink-class) or PCIe x16 of
-  the card's generation, ``lat`` the fitted per-hop latency. LM-head FLOPs count only for tokens
+  and ``AR(m)`` the time of one all-reduce of ``m`` bytes with the fastest algorithm the link
+  offers (``coefficients.allreduce_algorithms``: a ring of ``2 (t-1)`` steps over PCIe;
+  one-shot, two-shot or NVLink SHARP with a latency of one or two steps on switched or fully
+  meshed NVLink-class domains). LM-head FLOPs count only for tokens
   that produce logits (``B`` plus one per prompt). All fitted constants live in ``constants``
   (see ``calibration`` for their meaning).
 
@@ -45,6 +47,7 @@ from service.domain.perfmodel.memory import token_budget
 __all__ = [
     "Mix",
     "StepParts",
+    "collective_seconds",
     "iteration_mix",
     "iteration_parts",
     "iteration_time",
@@ -66,6 +69,19 @@ class StepParts:
     total_s: float
 
 
+def collective_seconds(s: Setup, tokens: float) -> float:
+    """Seconds of one of the iteration's all-reduces over ``tokens`` tokens (fastest
+    algorithm)."""
+    best = 0.0
+    first = True
+    for lat, per_tok in s.coll:
+        c = lat + per_tok * tokens
+        if first or c < best:
+            best = c
+            first = False
+    return best
+
+
 def iteration_time(s: Setup, b: float, p: float, c: float, l_in: float) -> float:
     """Seconds of one iteration with ``b`` decoding sequences at mean context ``c`` tokens and
     ``p`` prompt tokens from requests of ``l_in`` tokens (see module docstring)."""
@@ -85,7 +101,7 @@ def iteration_time(s: Setup, b: float, p: float, c: float, l_in: float) -> float
     if p > 0.0:
         t += s.attn_pf_s * p * l_in
     if s.n_coll:
-        t += s.n_coll * (s.coll_lat_s + s.comm_tok_s * tok)
+        t += s.n_coll * collective_seconds(s, tok)
     t += s.oh_step_s
     cpu = s.cpu_seq_s * b
     return t if t > cpu else cpu
@@ -115,7 +131,7 @@ def iteration_parts(s: Setup, b: float, p: float, c: float, l_in: float) -> Step
         pf = s.attn_pf_s * p * l_in
         busy += pf
         compute += pf
-    comm = s.n_coll * (s.coll_lat_s + s.comm_tok_s * tok) if s.n_coll else 0.0
+    comm = s.n_coll * collective_seconds(s, tok) if s.n_coll else 0.0
     gpu = busy + comm + s.oh_step_s
     cpu = s.cpu_seq_s * b
     return StepParts(

@@ -34,7 +34,7 @@ shape = st.builds(
 
 def make(c: tuple[str, str, int, str, str], eng: str, **gpu_changes: float) -> Deployment:
     _, gpu, tp, prec, kv = c
-    g = replace(GPUS[gpu], **gpu_changes) if gpu_changes else GPUS[gpu]
+    g = replace(GPUS[gpu], **gpu_changes) if gpu_changes else GPUS[gpu]  # type: ignore[arg-type]
     return Deployment(g, tp, prec, kv, eng)  # type: ignore[arg-type]
 
 

@@ -129,9 +129,9 @@ def test_tensor_parallel_pays_all_reduces_and_pcie_pays_more() -> None:
     s4 = build_setup(m, dep("h100-sxm", 4, "fp8"), prof, cal)
     assert iteration_parts(s1, 32, 0.0, 1000, 1000).comm_s == 0.0
     nv = iteration_parts(s4, 32, 0.0, 1000, 1000).comm_s
-    # 2 all-reduces per layer, ring latency 2 (t - 1) hops each
+    # 2 all-reduces per layer; on NVSwitch the fastest small-message one is one-shot: one step
     assert s4.n_coll == 2 * 80
-    assert s4.coll_lat_s == pytest.approx(cal.nvlink_latency_us * 1e-6 * 2 * 3)
+    assert min(lat for lat, _ in s4.coll) == pytest.approx(cal.nvlink_latency_us * 1e-6)
     assert nv > 0.0
     pcie = build_setup(m, dep("l40s", 4, "fp8", allow_pcie_tensor_parallel=True), prof, cal)
     assert iteration_parts(pcie, 32, 0.0, 1000, 1000).comm_s > nv
