@@ -1,73 +1,132 @@
-"""Catalog values: GPU specifications, price observations and purchasable offers.
+"""Catalog values: GPU specifications, price observations and the queries over them.
 
 Units are in the names: ``memory_gb`` (10^9 bytes), ``memory_bandwidth_gbps`` (GB/s, 10^9 bytes
 per second), ``*_tflops`` (10^12 dense tensor operations per second, no 2:4 sparsity),
 ``interconnect_bandwidth_gbps`` (GB/s per card, both directions added), ``usd_per_gpu_hour``.
+
+``GpuSpec`` is the one definition of a GPU's datasheet fields: name, type, unit, limits and
+default of each. The request and response bodies (``api/schemas/catalog.py``), the ``gpus``
+table (``store/models.py``) and the ``gpus.csv`` columns (``store/csv_format.py``) are derived
+from it, so adding a field is the short list in CONTRIBUTING.md. The limits are
+``msgspec.Meta`` annotations (plain data here, nothing is decoded in this package): whatever
+turns outside input into a ``GpuSpec`` (the HTTP body, the CSV parser) enforces them.
 """
 
 from __future__ import annotations
 
-import enum
-from dataclasses import dataclass, field
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Annotated
 
-from service.domain.errors import UnknownGpu
+from msgspec import Meta
+
+from service.domain.errors import InvalidInput, UnknownGpu
+from service.domain.vocabulary import PriceKindName, PricingChoice
+
+# ---- limits, each defined once (wire schemas, table columns and query parameters use these) --
+
+SLUG_MAX_LENGTH = 64
+"""GPU ids, vendors, providers and regions (stored as VARCHAR(64))."""
+GPU_ID_PATTERN = rf"^[a-z0-9][a-z0-9-]{{0,{SLUG_MAX_LENGTH - 1}}}$"
+"""A GPU id: a lowercase slug of letters, digits and '-'."""
+NAME_MAX_LENGTH = 128
+"""GPU names and aliases (so any id-or-alias lookup), architectures, interconnects, instance
+types."""
+TOKEN_MAX_LENGTH = 32
+"""Short vocabulary cells: ``memory_type`` (``HBM3e``), ``form_factor`` (``SXM``)."""
+SOURCE_MAX_LENGTH = 2000
+"""One provenance entry of a spec, or the source of one price observation."""
+MEMORY_GB_MAX = 100_000
+PRICE_PAGE_SIZE = 100
+"""Observations per page of price history unless the caller asks for another size."""
+PRICE_PAGE_MAX = 1000
+
+Name = Annotated[str, Meta(min_length=1, max_length=NAME_MAX_LENGTH)]
+SourceText = Annotated[str, Meta(max_length=SOURCE_MAX_LENGTH)]
+Tflops = Annotated[
+    float,
+    Meta(ge=0, le=1e6, description="Dense peak tensor throughput, TFLOPS (null: unsupported)."),
+]
 
 
-class PricingKind(enum.StrEnum):
-    """How a price is paid. ``purchase`` prices are USD per card; the others USD per GPU-hour."""
-
-    ON_DEMAND = "on_demand"
-    SPOT = "spot"
-    RESERVED_1Y = "reserved_1y"
-    RESERVED_3Y = "reserved_3y"
-    PURCHASE = "purchase"
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GpuSpec:
     """One accelerator model as its datasheet describes it.
 
     Tensor throughputs are dense peak figures at boost clock; ``None`` where the format is not
     supported (or not published). ``nvlink_domain`` is the largest number of cards that can form
-    one tensor-parallel group over the scale-up link (1 for PCIe-only cards).
+    one tensor-parallel group over the scale-up link (1 for PCIe-only cards). ``has_nvlink`` is
+    derived (``init=False``): shown in responses, never read from input or stored.
+
+    Every field after the required datasheet core has a default, so a new field added with a
+    default leaves existing request bodies, CSV files and constructors valid.
     """
 
-    id: str
-    vendor: str
-    name: str
-    architecture: str
-    launch_year: int
-    memory_gb: float
-    memory_type: str
-    memory_bandwidth_gbps: float
-    fp32_tflops: float | None
-    tf32_tflops: float | None
-    fp16_tflops: float | None
-    fp8_tflops: float | None
-    fp4_tflops: float | None
-    int8_tops: float | None
-    tdp_w: float | None
-    interconnect: str
-    interconnect_bandwidth_gbps: float
-    nvlink_domain: int
-    pcie_gen: int
-    form_factor: str
-    mig_instances: int
-    aliases: tuple[str, ...] = ()
-    sources: tuple[str, ...] = ()
+    id: Annotated[str, Meta(min_length=1, max_length=SLUG_MAX_LENGTH, pattern=GPU_ID_PATTERN)]
+    vendor: Annotated[str, Meta(min_length=1, max_length=SLUG_MAX_LENGTH)]
+    name: Name
+    architecture: Annotated[
+        str,
+        Meta(
+            min_length=1,
+            max_length=NAME_MAX_LENGTH,
+            description="Starts with the generation, e.g. 'Hopper (GH100)'.",
+        ),
+    ]
+    launch_year: Annotated[int, Meta(ge=1990, le=2100)]
+    memory_gb: Annotated[float, Meta(gt=0, le=MEMORY_GB_MAX, description="Memory per card, GB.")]
+    memory_type: Annotated[str, Meta(min_length=1, max_length=TOKEN_MAX_LENGTH, examples=["HBM3e"])]
+    memory_bandwidth_gbps: Annotated[
+        float, Meta(gt=0, le=1e6, description="Memory bandwidth per card, GB/s.")
+    ]
+    fp32_tflops: Tflops | None = None
+    tf32_tflops: Tflops | None = None
+    fp16_tflops: Tflops | None = None
+    fp8_tflops: Tflops | None = None
+    fp4_tflops: Tflops | None = None
+    int8_tops: Tflops | None = None
+    tdp_w: Annotated[float, Meta(gt=0, le=100_000, description="Board power, W.")] | None = None
+    interconnect: Annotated[str, Meta(max_length=NAME_MAX_LENGTH)] = "PCIe"
+    interconnect_bandwidth_gbps: Annotated[
+        float,
+        Meta(
+            ge=0,
+            le=1e6,
+            description="Scale-up link per card, both directions, GB/s (0: PCIe only).",
+        ),
+    ] = 0.0
+    has_nvlink: bool = field(init=False, default=False)
+    nvlink_domain: Annotated[
+        int, Meta(ge=1, le=4096, description="Most cards one tensor-parallel group may span.")
+    ] = 1
+    pcie_gen: Annotated[int, Meta(ge=1, le=8)] = 4
+    form_factor: Annotated[
+        str, Meta(min_length=1, max_length=TOKEN_MAX_LENGTH, examples=["SXM", "PCIe"])
+    ] = "PCIe"
+    mig_instances: Annotated[int, Meta(ge=0, le=64)] = 0
+    aliases: Annotated[tuple[Name, ...], Meta(max_length=32)] = ()
+    sources: Annotated[tuple[SourceText, ...], Meta(max_length=32)] = ()
 
-    @property
-    def has_nvlink(self) -> bool:
-        """True when cards can share a tensor-parallel group over a scale-up link."""
-        return self.interconnect_bandwidth_gbps > 0 and self.nvlink_domain > 1
+    def __post_init__(self) -> None:
+        linked = self.interconnect_bandwidth_gbps > 0 and self.nvlink_domain > 1
+        object.__setattr__(self, "has_nvlink", linked)
+
+
+def price_kind_for(pricing: PricingChoice) -> PriceKindName:
+    """The kind of catalog price a fleet paid for with ``pricing`` is priced from: owned cards
+    amortise ``purchase`` prices; every other choice is the price kind of the same name."""
+    if pricing == "owned":
+        return "purchase"
+    return pricing
 
 
 @dataclass(frozen=True, slots=True)
 class PricePoint:
     """One observed price. Append-only: a new observation never replaces an old one.
 
-    ``usd`` is per GPU-hour, except for ``PricingKind.PURCHASE`` where it is per card.
+    ``usd`` is per GPU-hour, except for kind ``purchase`` where it is per card.
     ``gpus_per_instance`` is the instance shape the price was observed on (the whole
     instance costs ``usd * gpus_per_instance`` per hour).
     """
@@ -75,7 +134,7 @@ class PricePoint:
     gpu_id: str
     provider: str
     region: str
-    kind: PricingKind
+    kind: PriceKindName
     usd: float
     instance_type: str
     gpus_per_instance: int
@@ -84,7 +143,7 @@ class PricePoint:
     ingested_at: datetime | None = None
 
     @property
-    def offer_key(self) -> tuple[str, str, str, PricingKind, str]:
+    def offer_key(self) -> tuple[str, str, str, str, str]:
         """Identity of the offer this point prices (same key = same offer over time)."""
         return (self.gpu_id, self.provider, self.region, self.kind, self.instance_type)
 
@@ -119,6 +178,12 @@ class CatalogSnapshot:
             raise UnknownGpu(name, closest_names(name, sorted(self.gpu_by_id)), field=field_name)
         return self.gpu_by_id[gpu_id]
 
+    def with_gpu_ids(self, points: Iterable[PricePoint]) -> list[PricePoint]:
+        """``points`` with every GPU alias replaced by its id. Names that match nothing are
+        kept as given, for the writer to refuse with the row's position."""
+        index = self.alias_index
+        return [replace(p, gpu_id=index.get(normalize_name(p.gpu_id), p.gpu_id)) for p in points]
+
 
 def normalize_name(name: str) -> str:
     """Case- and separator-insensitive form used to match ids and aliases (``H100 SXM`` ==
@@ -139,8 +204,6 @@ def build_alias_index(gpus: tuple[GpuSpec, ...]) -> dict[str, str]:
 
 def closest_names(name: str, candidates: list[str], limit: int = 3) -> tuple[str, ...]:
     """The ``limit`` candidates most similar to ``name`` (difflib ratio on normalised forms)."""
-    import difflib
-
     wanted = normalize_name(name)
     scored = sorted(
         candidates,
@@ -157,7 +220,7 @@ def latest_per_offer(
     Ties on ``observed_at`` cannot happen: (offer, observed_at) is the idempotency key.
     The result is sorted by offer key, so equal inputs give equal outputs.
     """
-    newest: dict[tuple[str, str, str, PricingKind, str], PricePoint] = {}
+    newest: dict[tuple[str, str, str, str, str], PricePoint] = {}
     for point in points:
         if as_of is not None and point.observed_at > as_of:
             continue
@@ -168,14 +231,76 @@ def latest_per_offer(
 
 
 def cheapest_by_provider(
-    points: tuple[PricePoint, ...], gpu_id: str, kind: PricingKind = PricingKind.ON_DEMAND
+    points: tuple[PricePoint, ...], gpu_id: str, kind: PriceKindName = "on_demand"
 ) -> dict[str, PricePoint]:
     """Per provider, the cheapest current offer of ``kind`` for one GPU (ties: earlier key)."""
     best: dict[str, PricePoint] = {}
     for point in points:
-        if point.gpu_id != gpu_id or point.kind is not kind:
+        if point.gpu_id != gpu_id or point.kind != kind:
             continue
         held = best.get(point.provider)
         if held is None or point.usd < held.usd:
             best[point.provider] = point
     return dict(sorted(best.items()))
+
+
+# ---- reads and writes of the catalog, as the store answers them ----------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PriceQuery:
+    """One page of a GPU's price history: filters, page size and the cursor of the page before.
+
+    ``since``/``until`` are inclusive and must carry a zone; ``limit`` is 1 to
+    ``PRICE_PAGE_MAX``. A bad value raises ``InvalidInput`` naming the parameter.
+    """
+
+    provider: str | None = None
+    region: str | None = None
+    kind: PriceKindName | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    limit: int = PRICE_PAGE_SIZE
+    cursor: str | None = None
+
+    def __post_init__(self) -> None:
+        for name, moment in (("since", self.since), ("until", self.until)):
+            if moment is not None and moment.tzinfo is None:
+                raise InvalidInput(f"{name} needs a zone, e.g. 2026-06-01T00:00:00Z", field=name)
+        if not 1 <= self.limit <= PRICE_PAGE_MAX:
+            raise InvalidInput(f"limit must be 1 to {PRICE_PAGE_MAX}", field="limit")
+
+
+@dataclass(frozen=True, slots=True)
+class PricePage:
+    """Observations newest first; ``next_cursor`` fetches the next page (``None``: last page)."""
+
+    items: tuple[PricePoint, ...]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    inserted: int
+    already_present: int
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class PutGpuResult:
+    created: bool
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogSummary:
+    """The catalog's revision and counts (``offers``: distinct priced offers ever observed)."""
+
+    revision: int
+    updated_at: datetime
+    gpus: int
+    price_points: int
+    offers: int
+    providers: int
+    newest_observed_at: datetime | None
+    newest_ingested_at: datetime | None

@@ -7,7 +7,7 @@ lives in ``perfmodel`` (see CONTRIBUTING.md for the checklists).
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Literal, TypeVar, get_args
 
 Precision = Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 """Weight (and, where the card supports it, GEMM compute) format."""
@@ -34,3 +34,14 @@ ENGINES: tuple[Engine, ...] = get_args(Engine)
 TENSOR_PARALLEL_DEGREES: tuple[TensorParallel, ...] = get_args(TensorParallel)
 PRICING_CHOICES: tuple[PricingChoice, ...] = get_args(PricingChoice)
 PRICE_KIND_NAMES: tuple[PriceKindName, ...] = get_args(PriceKindName)
+
+T = TypeVar("T", bound=str)
+
+
+def one_of(choices: tuple[T, ...], raw: str, what: str) -> T:
+    """``raw`` as a member of ``choices`` (a vocabulary's tuple above), or ``ValueError`` saying
+    what was expected. Narrows a plain string to the Literal type, for parsers of text input."""
+    for choice in choices:
+        if choice == raw:
+            return choice
+    raise ValueError(f"unknown {what} {raw!r}; expected one of {', '.join(choices)}")

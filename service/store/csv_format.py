@@ -1,47 +1,36 @@
 """The catalog's CSV formats: the bundled seed files and ``gpuplan catalog import/export``.
 
-``gpus.csv`` columns are the ``GpuSpec`` fields (``aliases`` and ``sources`` separated by ``|``).
-``prices.csv`` columns: ``gpu_id,provider,region,kind,usd,instance_type,gpus_per_instance,
-observed_at,source``. Parsers take text and return domain values; a bad cell raises
-``InvalidInput`` naming the line and column.
+``gpus.csv`` columns are the stored ``GpuSpec`` fields (``aliases`` and ``sources`` separated by
+``|``). ``prices.csv`` columns are the ``PricePoint`` fields but ``ingested_at``:
+``gpu_id,provider,region,kind,usd,instance_type,gpus_per_instance,observed_at,source``.
+Parsers take text and return domain values; a bad cell raises ``InvalidInput`` naming the line
+and column.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import fields
 from datetime import UTC, datetime
 from importlib import resources
+from typing import Any
 
-from service.domain.catalog import GpuSpec, PricePoint, PricingKind
+import msgspec
+from sqlalchemy import JSON
+
+from service.domain.catalog import GpuSpec, PricePoint
 from service.domain.errors import InvalidInput
+from service.domain.vocabulary import PRICE_KIND_NAMES, one_of
+from service.store.models import GpuRow, stored_spec_fields
 
-GPU_COLUMNS = tuple(f.name for f in fields(GpuSpec))
-PRICE_COLUMNS = (
-    "gpu_id",
-    "provider",
-    "region",
-    "kind",
-    "usd",
-    "instance_type",
-    "gpus_per_instance",
-    "observed_at",
-    "source",
-)
-_OPTIONAL_FLOATS = {
-    "fp32_tflops",
-    "tf32_tflops",
-    "fp16_tflops",
-    "fp8_tflops",
-    "fp4_tflops",
-    "int8_tops",
-    "tdp_w",
-}
-_FLOATS = {"memory_gb", "memory_bandwidth_gbps", "interconnect_bandwidth_gbps"}
-_INTS = {"launch_year", "nvlink_domain", "pcie_gen", "mig_instances"}
-_LISTS = {"aliases", "sources"}
+GPU_COLUMNS = stored_spec_fields()
+_LIST_COLUMNS = {c.name for c in GpuRow.__table__.columns if isinstance(c.type, JSON)}
+PRICE_COLUMNS = tuple(f.name for f in fields(PricePoint) if f.name != "ingested_at")
+_LIST_SEPARATOR = "|"
+_FIELD_IN_ERROR = re.compile(r"`\$\.(\w+)|required field `(\w+)`")
 
 
 def parse_timestamp(raw: str) -> datetime:
@@ -70,26 +59,26 @@ def _rows(text: str, expected: tuple[str, ...], what: str) -> Iterator[tuple[int
 
 
 def parse_gpus_csv(text: str) -> list[GpuSpec]:
-    """Parse ``gpus.csv`` text into specs."""
+    """Parse ``gpus.csv`` text into specs, checked against the limits ``GpuSpec`` declares.
+
+    Numbers are read from their text; an empty cell takes the field's default (``None`` for
+    an unpublished figure); ``aliases`` and ``sources`` are ``|``-separated lists.
+    """
     specs: list[GpuSpec] = []
     for line, row in _rows(text, GPU_COLUMNS, "gpus.csv"):
-        values: dict[str, object] = {}
+        values: dict[str, Any] = {}
         for column in GPU_COLUMNS:
             raw = row[column]
-            try:
-                if column in _OPTIONAL_FLOATS:
-                    values[column] = float(raw) if raw else None
-                elif column in _FLOATS:
-                    values[column] = float(raw)
-                elif column in _INTS:
-                    values[column] = int(raw) if raw else 0
-                elif column in _LISTS:
-                    values[column] = tuple(p.strip() for p in raw.split("|") if p.strip())
-                else:
-                    values[column] = raw
-            except ValueError as exc:
-                raise InvalidInput(f"gpus.csv line {line}: {column}: {exc}", field=column) from exc
-        specs.append(GpuSpec(**values))  # type: ignore[arg-type]
+            if column in _LIST_COLUMNS:
+                values[column] = [p.strip() for p in raw.split(_LIST_SEPARATOR) if p.strip()]
+            elif raw:
+                values[column] = raw
+        try:
+            specs.append(msgspec.convert(values, GpuSpec, strict=False))
+        except msgspec.ValidationError as exc:
+            found = _FIELD_IN_ERROR.search(str(exc))
+            column = next((g for g in found.groups() if g), "row") if found else "row"
+            raise InvalidInput(f"gpus.csv line {line}: {column}: {exc}", field=column) from exc
     return specs
 
 
@@ -99,7 +88,7 @@ def parse_prices_csv(text: str, *, ingested_at: datetime | None = None) -> list[
     for line, row in _rows(text, PRICE_COLUMNS, "prices.csv"):
         column = "kind"
         try:
-            kind = PricingKind(row["kind"])
+            kind = one_of(PRICE_KIND_NAMES, row["kind"], "price kind")
             column = "usd"
             usd = float(row["usd"])
             column = "gpus_per_instance"
@@ -136,7 +125,7 @@ def write_prices_csv(points: Iterable[PricePoint]) -> str:
                 p.gpu_id,
                 p.provider,
                 p.region,
-                p.kind.value,
+                p.kind,
                 repr(p.usd),
                 p.instance_type,
                 p.gpus_per_instance,

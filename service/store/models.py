@@ -1,14 +1,21 @@
-"""ORM rows. They never leave ``service/store``: repositories convert them to domain values."""
+"""ORM rows. They never leave ``service/store``: repositories convert them to domain values.
+
+The ``gpus`` columns are built from the ``GpuSpec`` fields (``service/domain/catalog.py``); the
+migration test checks that the migrations create exactly this schema."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from datetime import UTC, datetime
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
 
+from msgspec import Meta
 from sqlalchemy import (
     JSON,
     BigInteger,
     CheckConstraint,
+    Column,
     DateTime,
     Dialect,
     Float,
@@ -17,11 +24,15 @@ from sqlalchemy import (
     Integer,
     MetaData,
     String,
+    Table,
     Text,
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+from service.domain.catalog import GpuSpec
+from service.domain.vocabulary import PRICE_KIND_NAMES
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -30,8 +41,6 @@ NAMING = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
-
-PRICING_KINDS = ("on_demand", "spot", "reserved_1y", "reserved_3y", "purchase")
 
 
 class UtcDateTime(TypeDecorator[datetime]):
@@ -64,40 +73,69 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
 
 
-class GpuRow(Base):
-    __tablename__ = "gpus"
+def spec_column(name: str, hint: Any) -> Column[Any]:
+    """The column of one ``GpuSpec`` field: its type from the annotation (``str`` with a
+    ``max_length`` -> ``VARCHAR(n)``, ``int``, ``float``, ``tuple[str, ...]`` -> JSON), NULL
+    allowed exactly when the field is optional. A type without a mapping is an error naming
+    the field, at import, so a new kind of field cannot reach the database unmapped."""
+    base, nullable = hint, False
+    if get_origin(base) in (Union, UnionType):
+        members = [a for a in get_args(base) if a is not type(None)]
+        nullable = len(members) < len(get_args(base))
+        if len(members) != 1:
+            raise TypeError(f"GpuSpec.{name}: no column type for {hint!r}")
+        base = members[0]
+    max_length = None
+    if get_origin(base) is Annotated:
+        base, *extras = get_args(base)
+        max_length = next((m.max_length for m in extras if isinstance(m, Meta)), None)
+    column_type: TypeEngine[Any]
+    if base is str:
+        column_type = String(max_length) if max_length else Text()
+    elif base is int:
+        column_type = Integer()
+    elif base is float:
+        column_type = Float()
+    elif get_origin(base) is tuple:
+        column_type = JSON()
+    else:
+        raise TypeError(f"GpuSpec.{name}: no column type for {hint!r}; map it in store/models.py")
+    if name == "id":
+        return Column(name, column_type, primary_key=True)
+    return Column(name, column_type, nullable=nullable)
 
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    vendor: Mapped[str] = mapped_column(String(64))
-    name: Mapped[str] = mapped_column(String(128))
-    architecture: Mapped[str] = mapped_column(String(128))
-    launch_year: Mapped[int] = mapped_column(Integer)
-    memory_gb: Mapped[float] = mapped_column(Float)
-    memory_type: Mapped[str] = mapped_column(String(32))
-    memory_bandwidth_gbps: Mapped[float] = mapped_column(Float)
-    fp32_tflops: Mapped[float | None] = mapped_column(Float)
-    tf32_tflops: Mapped[float | None] = mapped_column(Float)
-    fp16_tflops: Mapped[float | None] = mapped_column(Float)
-    fp8_tflops: Mapped[float | None] = mapped_column(Float)
-    fp4_tflops: Mapped[float | None] = mapped_column(Float)
-    int8_tops: Mapped[float | None] = mapped_column(Float)
-    tdp_w: Mapped[float | None] = mapped_column(Float)
-    interconnect: Mapped[str] = mapped_column(String(128))
-    interconnect_bandwidth_gbps: Mapped[float] = mapped_column(Float)
-    nvlink_domain: Mapped[int] = mapped_column(Integer)
-    pcie_gen: Mapped[int] = mapped_column(Integer)
-    form_factor: Mapped[str] = mapped_column(String(32))
-    mig_instances: Mapped[int] = mapped_column(Integer)
-    aliases: Mapped[list[str]] = mapped_column(JSON)
-    sources: Mapped[list[str]] = mapped_column(JSON)
-    revision: Mapped[int] = mapped_column(BigInteger)
-    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
-    __table_args__ = (
+def stored_spec_fields() -> tuple[str, ...]:
+    """The ``GpuSpec`` fields a row stores: every field the constructor takes (``init=False``
+    fields, like ``has_nvlink``, are derived from the others)."""
+    return tuple(f.name for f in fields(GpuSpec) if f.init)
+
+
+def _gpus_table() -> Table:
+    hints = get_type_hints(GpuSpec, include_extras=True)
+    return Table(
+        "gpus",
+        Base.metadata,
+        *(spec_column(name, hints[name]) for name in stored_spec_fields()),
+        Column("revision", BigInteger(), nullable=False),
+        Column("updated_at", UtcDateTime(), nullable=False),
         CheckConstraint("memory_gb > 0", name="memory_positive"),
         CheckConstraint("memory_bandwidth_gbps > 0", name="bandwidth_positive"),
         CheckConstraint("nvlink_domain >= 1", name="nvlink_domain_positive"),
     )
+
+
+class GpuRow(Base):
+    """One GPU: a column per stored ``GpuSpec`` field (see ``spec_column``), plus the revision
+    that last wrote it. Rows are converted to and from ``GpuSpec`` in ``store/rows.py``; the
+    annotations below only type the attributes the repository reads by name."""
+
+    __table__ = _gpus_table()
+
+    id: Mapped[str]
+    aliases: Mapped[list[str]]
+    revision: Mapped[int]
+    updated_at: Mapped[datetime]
 
 
 class PricePointRow(Base):
@@ -131,8 +169,7 @@ class PricePointRow(Base):
         CheckConstraint("usd > 0", name="usd_positive"),
         CheckConstraint("gpus_per_instance >= 1", name="gpus_per_instance_positive"),
         CheckConstraint(
-            "kind IN ('on_demand', 'spot', 'reserved_1y', 'reserved_3y', 'purchase')",
-            name="kind_known",
+            f"kind IN ({', '.join(repr(kind) for kind in PRICE_KIND_NAMES)})", name="kind_known"
         ),
         Index("ix_price_points_gpu_observed", "gpu_id", "observed_at", "id"),
     )

@@ -8,10 +8,7 @@ embedded single-process SQLite), so revisions only grow and each write gets its 
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import and_, func, or_, select, update
@@ -22,13 +19,18 @@ from sqlalchemy.orm import aliased
 
 from service.domain.catalog import (
     CatalogSnapshot,
+    CatalogSummary,
     GpuSpec,
+    IngestResult,
+    PricePage,
     PricePoint,
-    PricingKind,
+    PriceQuery,
+    PutGpuResult,
     closest_names,
     normalize_name,
 )
-from service.domain.errors import Conflict, InvalidInput, UnknownGpu
+from service.domain.errors import Conflict, UnknownGpu
+from service.store.cursor import decode_cursor, encode_cursor
 from service.store.models import CatalogStateRow, GpuRow, PricePointRow, UtcDateTime
 from service.store.rows import (
     gpu_from_row,
@@ -39,66 +41,6 @@ from service.store.rows import (
 
 _IDENTITY = ("gpu_id", "provider", "region", "kind", "instance_type", "observed_at")
 _INSERT_CHUNK = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class IngestResult:
-    inserted: int
-    already_present: int
-    revision: int
-
-
-@dataclass(frozen=True, slots=True)
-class PutGpuResult:
-    created: bool
-    revision: int
-
-
-@dataclass(frozen=True, slots=True)
-class PriceQuery:
-    provider: str | None = None
-    region: str | None = None
-    kind: PricingKind | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    limit: int = 100
-    cursor: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PricePage:
-    items: tuple[PricePoint, ...]
-    next_cursor: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class CatalogSummary:
-    revision: int
-    updated_at: datetime
-    gpus: int
-    price_points: int
-    offers: int
-    providers: int
-    newest_observed_at: datetime | None
-    newest_ingested_at: datetime | None
-
-
-def encode_cursor(observed_at: datetime, row_id: int) -> str:
-    raw = json.dumps([observed_at.isoformat(), row_id], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, int]:
-    """Inverse of ``encode_cursor``; a tampered or foreign cursor is an ``InvalidInput``."""
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        observed, row_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        moment = datetime.fromisoformat(observed)
-        if moment.tzinfo is None or not isinstance(row_id, int):
-            raise ValueError("bad cursor")
-        return moment, row_id
-    except (ValueError, TypeError, json.JSONDecodeError):
-        raise InvalidInput("cursor is not one this service issued", field="cursor") from None
 
 
 class CatalogRepository:
@@ -189,7 +131,7 @@ class CatalogRepository:
         if query.region is not None:
             stmt = stmt.where(p.region == query.region)
         if query.kind is not None:
-            stmt = stmt.where(p.kind == query.kind.value)
+            stmt = stmt.where(p.kind == query.kind)
         if query.since is not None:
             stmt = stmt.where(p.observed_at >= query.since)
         if query.until is not None:

@@ -1,60 +1,52 @@
-"""Conversions between ORM rows (or row dicts) and domain values."""
+"""Conversions between ORM rows (or row dicts) and domain values, field by field from the
+domain definitions (a new ``GpuSpec`` field needs no change here)."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
-from service.domain.catalog import GpuSpec, PricePoint, PricingKind
-from service.store.models import GpuRow, PricePointRow
+from service.domain.catalog import GpuSpec, PricePoint
+from service.domain.vocabulary import PRICE_KIND_NAMES, one_of
+from service.store.models import GpuRow, PricePointRow, stored_spec_fields
 
-_GPU_FIELDS = tuple(GpuSpec.__dataclass_fields__)
+_GPU_FIELDS = stored_spec_fields()
+_PRICE_FIELDS = tuple(f.name for f in fields(PricePoint))
 
 
 def gpu_to_row_values(gpu: GpuSpec, *, revision: int, updated_at: datetime) -> dict[str, Any]:
-    values: dict[str, Any] = {name: getattr(gpu, name) for name in _GPU_FIELDS}
-    values["aliases"] = list(gpu.aliases)
-    values["sources"] = list(gpu.sources)
+    values: dict[str, Any] = {name: _to_column(getattr(gpu, name)) for name in _GPU_FIELDS}
     values["revision"] = revision
     values["updated_at"] = updated_at
     return values
 
 
 def gpu_from_row(row: GpuRow) -> GpuSpec:
-    values: dict[str, Any] = {name: getattr(row, name) for name in _GPU_FIELDS}
-    values["aliases"] = tuple(row.aliases or ())
-    values["sources"] = tuple(row.sources or ())
+    values: dict[str, Any] = {name: _from_column(getattr(row, name)) for name in _GPU_FIELDS}
     return GpuSpec(**values)
 
 
 def price_to_row_values(
     point: PricePoint, *, revision: int, ingested_at: datetime
 ) -> dict[str, Any]:
-    return {
-        "gpu_id": point.gpu_id,
-        "provider": point.provider,
-        "region": point.region,
-        "kind": point.kind.value,
-        "usd": point.usd,
-        "instance_type": point.instance_type,
-        "gpus_per_instance": point.gpus_per_instance,
-        "observed_at": point.observed_at,
-        "source": point.source,
-        "ingested_at": ingested_at,
-        "revision": revision,
-    }
+    values: dict[str, Any] = {name: getattr(point, name) for name in _PRICE_FIELDS}
+    values["ingested_at"] = ingested_at
+    values["revision"] = revision
+    return values
 
 
 def price_from_row(row: PricePointRow) -> PricePoint:
-    return PricePoint(
-        gpu_id=row.gpu_id,
-        provider=row.provider,
-        region=row.region,
-        kind=PricingKind(row.kind),
-        usd=row.usd,
-        instance_type=row.instance_type,
-        gpus_per_instance=row.gpus_per_instance,
-        observed_at=row.observed_at,
-        source=row.source,
-        ingested_at=row.ingested_at,
-    )
+    values: dict[str, Any] = {name: getattr(row, name) for name in _PRICE_FIELDS}
+    values["kind"] = one_of(PRICE_KIND_NAMES, row.kind, "price kind")
+    return PricePoint(**values)
+
+
+def _to_column(value: Any) -> Any:
+    """Tuples are stored as JSON arrays."""
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _from_column(value: Any) -> Any:
+    """JSON arrays come back as the domain's tuples."""
+    return tuple(value) if isinstance(value, list) else value

@@ -3,29 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
 from service.domain.catalog import (
     CatalogSnapshot,
-    GpuSpec,
-    PricePoint,
-    cheapest_by_provider,
-    normalize_name,
-)
-from service.store.repositories import (
-    CatalogRepository,
     CatalogSummary,
+    GpuSpec,
     IngestResult,
     PricePage,
+    PricePoint,
     PriceQuery,
     PutGpuResult,
+    cheapest_by_provider,
 )
+from service.store.repositories import CatalogRepository
 from service.usecases.catalog_state import CatalogState
 from service.usecases.errors import ServiceUnavailable, with_database
 
-MAX_INGEST_ROWS = 10_000
 T = TypeVar("T")
 
 
@@ -126,10 +122,7 @@ class CatalogService:
     async def ingest(self, points: Sequence[PricePoint]) -> IngestResult:
         """Append observations (ids or aliases accepted), all or nothing, idempotently."""
         view = await self._state.current()
-        index = view.snapshot.alias_index
-        resolved = [
-            replace(p, gpu_id=index.get(normalize_name(p.gpu_id), p.gpu_id)) for p in points
-        ]
+        resolved = view.snapshot.with_gpu_ids(points)
         result = await self._db(
             self._repo.ingest_prices(resolved, self._clock()),
             "ingesting prices",

@@ -7,13 +7,13 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from service.domain.catalog import PricePoint, normalize_name
+from service.domain.catalog import IngestResult, PricePoint, PriceQuery, normalize_name
 from service.domain.errors import InvalidInput
 from service.settings import Settings
 from service.store.csv_format import parse_prices_csv, write_prices_csv
 from service.store.database import create_engine
 from service.store.migrate import upgrade
-from service.store.repositories import CatalogRepository, IngestResult, PriceQuery
+from service.store.repositories import CatalogRepository
 
 EXPORT_PAGE = 1000
 MAX_IMPORT_ROWS = 1_000_000  # one transaction; larger files are split by the operator

@@ -219,6 +219,7 @@ async def test_put_gpu_refuses_an_alias_owned_by_another_gpu(client: Client) -> 
         (spec(memory_bandwidth_gbps="fast"), "memory_bandwidth_gbps"),
         (spec(colour="green"), "colour"),
         ({k: v for k, v in spec().items() if k != "vendor"}, "vendor"),
+        (spec(vendor="V" * 65), "vendor"),  # longer than its column: refused before the database
     ],
 )
 async def test_put_gpu_validation_names_the_field(

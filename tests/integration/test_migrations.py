@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 from alembic.autogenerate import compare_metadata
+from alembic.operations import Operations
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, text
 
 from service.store.database import create_engine
 from service.store.migrate import current_revision, head_revision, upgrade
+from service.store.migrations.backfill import fill_gpu_column
 from service.store.models import Base
 
 pytestmark = pytest.mark.integration
@@ -28,9 +30,17 @@ async def test_upgrade_empty_database_to_head_without_drift(empty_database_url: 
         async with engine.connect() as connection:
             assert await connection.run_sync(_drift) == []
             revision = await connection.scalar(text("SELECT revision FROM catalog_state"))
+            newest_gpu = await connection.scalar(text("SELECT max(revision) FROM gpus"))
+            price_revisions = (
+                await connection.execute(text("SELECT DISTINCT revision FROM price_points"))
+            ).all()
             gpus = await connection.scalar(text("SELECT count(*) FROM gpus"))
             prices = await connection.scalar(text("SELECT count(*) FROM price_points"))
-        assert (revision, gpus, prices) == (1, 29, 113)
+        assert (gpus, prices) == (29, 113)
+        # The seed is revision 1; a later migration that fills a new spec field for the bundled
+        # GPUs is one more catalog write (backfill.fill_gpu_column).
+        assert [r for (r,) in price_revisions] == [1]
+        assert revision == newest_gpu >= 1
         await upgrade(engine)  # a second run is a no-op
         assert await current_revision(engine) == head_revision()
     finally:
@@ -47,5 +57,34 @@ async def test_price_points_are_append_only(empty_database_url: str) -> None:
                     await connection.execute(text(statement))
         async with engine.connect() as connection:
             assert await connection.scalar(text("SELECT count(*) FROM price_points")) == 113
+    finally:
+        await engine.dispose()
+
+
+def _fill_tdp(connection: Connection) -> None:
+    with Operations.context(MigrationContext.configure(connection)):
+        fill_gpu_column("tdp_w")
+
+
+async def test_a_new_spec_column_is_filled_from_the_bundled_csv(empty_database_url: str) -> None:
+    """What a migration adding a GpuSpec field does after ``add_column`` (CONTRIBUTING.md)."""
+    engine = create_engine(empty_database_url)
+    try:
+        await upgrade(engine)
+        async with engine.begin() as connection:
+            before = await connection.scalar(text("SELECT revision FROM catalog_state"))
+            await connection.execute(text("UPDATE gpus SET tdp_w = NULL"))
+            await connection.run_sync(_fill_tdp)
+        async with engine.connect() as connection:
+            after = await connection.scalar(text("SELECT revision FROM catalog_state"))
+            h100 = (
+                await connection.execute(
+                    text("SELECT tdp_w, revision FROM gpus WHERE id = 'h100-sxm'")
+                )
+            ).one()
+            unset = await connection.scalar(text("SELECT count(*) FROM gpus WHERE tdp_w IS NULL"))
+        assert after == before + 1
+        assert tuple(h100) == (700.0, after)
+        assert unset == 0  # every bundled GPU publishes its power
     finally:
         await engine.dispose()

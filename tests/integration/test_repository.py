@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.domain.catalog import PricePoint, PricingKind
+from service.domain.catalog import PricePoint
 from service.store.repositories import CatalogRepository
 
 pytestmark = pytest.mark.integration
@@ -21,7 +21,7 @@ def point(day: int, usd: float, *, provider: str = "examplecloud") -> PricePoint
         gpu_id="l4",
         provider=provider,
         region="r1",
-        kind=PricingKind.ON_DEMAND,
+        kind="on_demand",
         usd=usd,
         instance_type="ex.l4",
         gpus_per_instance=1,

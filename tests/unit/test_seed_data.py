@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from service.domain.vocabulary import PRICE_KIND_NAMES
+from service.store import csv_format
+
 DATA = Path(__file__).parents[2] / "service" / "data"
 
 GPU_IDS = [
@@ -49,43 +52,9 @@ GPU_IDS = [
     "gaudi3",
 ]
 
-GPU_COLUMNS = [
-    "id",
-    "vendor",
-    "name",
-    "architecture",
-    "launch_year",
-    "memory_gb",
-    "memory_type",
-    "memory_bandwidth_gbps",
-    "fp32_tflops",
-    "tf32_tflops",
-    "fp16_tflops",
-    "fp8_tflops",
-    "fp4_tflops",
-    "int8_tops",
-    "tdp_w",
-    "interconnect",
-    "interconnect_bandwidth_gbps",
-    "nvlink_domain",
-    "pcie_gen",
-    "form_factor",
-    "mig_instances",
-    "aliases",
-    "sources",
-]
-
-PRICE_COLUMNS = [
-    "gpu_id",
-    "provider",
-    "region",
-    "kind",
-    "usd",
-    "instance_type",
-    "gpus_per_instance",
-    "observed_at",
-    "source",
-]
+# The header is the domain's: one column per stored GpuSpec / PricePoint field.
+GPU_COLUMNS = list(csv_format.GPU_COLUMNS)
+PRICE_COLUMNS = list(csv_format.PRICE_COLUMNS)
 
 REQUIRED_FLOAT = ("memory_gb", "memory_bandwidth_gbps", "interconnect_bandwidth_gbps")
 OPTIONAL_FLOAT = (
@@ -158,7 +127,7 @@ REQUIRED_ALIASES = {
     "RTX PRO 6000": "rtx-pro-6000-blackwell",
 }
 
-KINDS = {"on_demand", "spot", "reserved_1y", "reserved_3y", "purchase"}
+KINDS = set(PRICE_KIND_NAMES)
 PROVIDERS = {
     "aws",
     "gcp",

@@ -24,13 +24,20 @@ from service.api.schemas.catalog import (
     PriceBatchIn,
     PricePageOut,
 )
-from service.domain.catalog import PricingKind
-from service.domain.errors import InvalidInput
+from service.domain.catalog import (
+    GPU_ID_PATTERN,
+    MEMORY_GB_MAX,
+    NAME_MAX_LENGTH,
+    PRICE_PAGE_MAX,
+    PRICE_PAGE_SIZE,
+    SLUG_MAX_LENGTH,
+    TOKEN_MAX_LENGTH,
+    PriceQuery,
+)
 from service.domain.vocabulary import PriceKindName
-from service.store.repositories import PriceQuery
 from service.usecases.catalog import CatalogService, GpuFilter
 
-GPU_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
+CURSOR_MAX_LENGTH = 256
 
 
 class CatalogController(Controller):
@@ -52,14 +59,15 @@ class CatalogController(Controller):
         self,
         catalog: NamedDependency[CatalogService],
         vendor: Annotated[
-            str | None, QueryParameter(max_length=64, description="e.g. NVIDIA, AMD, Intel")
+            str | None,
+            QueryParameter(max_length=SLUG_MAX_LENGTH, description="e.g. NVIDIA, AMD, Intel"),
         ] = None,
         min_memory_gb: Annotated[
             float | None,
             QueryParameter(
                 ge=0,
                 schema_extra=NON_NEGATIVE,
-                le=100_000,
+                le=MEMORY_GB_MAX,
                 description="Memory per card at least this many GB.",
             ),
         ] = None,
@@ -70,7 +78,8 @@ class CatalogController(Controller):
             ),
         ] = None,
         form_factor: Annotated[
-            str | None, QueryParameter(max_length=32, description="SXM, PCIe, OAM ...")
+            str | None,
+            QueryParameter(max_length=TOKEN_MAX_LENGTH, description="SXM, PCIe, OAM ..."),
         ] = None,
     ) -> Response[GpuListOut]:
         """All GPUs in the catalog, filtered, each with its cheapest current on-demand price per
@@ -100,7 +109,10 @@ class CatalogController(Controller):
         self,
         catalog: NamedDependency[CatalogService],
         gpu_id: Annotated[
-            str, PathParameter(max_length=128, description="GPU id or alias (case-insensitive).")
+            str,
+            PathParameter(
+                max_length=NAME_MAX_LENGTH, description="GPU id or alias (case-insensitive)."
+            ),
         ],
     ) -> Response[GpuOut]:
         """One GPU by id or alias. An unknown name answers 404 with the closest ids."""
@@ -160,9 +172,11 @@ class CatalogController(Controller):
     async def list_prices(
         self,
         catalog: NamedDependency[CatalogService],
-        gpu_id: Annotated[str, PathParameter(max_length=128, description="GPU id or alias.")],
-        provider: Annotated[str | None, QueryParameter(max_length=64)] = None,
-        region: Annotated[str | None, QueryParameter(max_length=64)] = None,
+        gpu_id: Annotated[
+            str, PathParameter(max_length=NAME_MAX_LENGTH, description="GPU id or alias.")
+        ],
+        provider: Annotated[str | None, QueryParameter(max_length=SLUG_MAX_LENGTH)] = None,
+        region: Annotated[str | None, QueryParameter(max_length=SLUG_MAX_LENGTH)] = None,
         kind: Annotated[PriceKindName | None, QueryParameter(description="Pricing kind.")] = None,
         since: Annotated[
             datetime | None,
@@ -172,20 +186,21 @@ class CatalogController(Controller):
             datetime | None,
             QueryParameter(description="Observed at or before (ISO 8601 with zone)."),
         ] = None,
-        limit: Annotated[int, QueryParameter(ge=1, le=1000, description="Page size.")] = 100,
+        limit: Annotated[
+            int, QueryParameter(ge=1, le=PRICE_PAGE_MAX, description="Page size.")
+        ] = PRICE_PAGE_SIZE,
         cursor: Annotated[
             str | None,
-            QueryParameter(max_length=256, description="`next_cursor` of the previous page."),
+            QueryParameter(
+                max_length=CURSOR_MAX_LENGTH, description="`next_cursor` of the previous page."
+            ),
         ] = None,
     ) -> PricePageOut:
         """Observations newest first, filtered; follow `next_cursor` for the next page."""
-        for name, moment in (("since", since), ("until", until)):
-            if moment is not None and moment.tzinfo is None:
-                raise InvalidInput(f"{name} needs a zone, e.g. 2026-06-01T00:00:00Z", field=name)
         query = PriceQuery(
             provider=provider,
             region=region,
-            kind=PricingKind(kind) if kind else None,
+            kind=kind,
             since=since,
             until=until,
             limit=limit,

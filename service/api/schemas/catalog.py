@@ -3,99 +3,42 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import Meta
 
-from service.api.schemas.common import LongText, Name, Slug, WireIn, WireOut
-from service.domain.catalog import GpuSpec, PricePoint, PricingKind
+from service.api.schemas.common import (
+    LongText,
+    Slug,
+    WireIn,
+    WireOut,
+    domain_values,
+    with_fields_of,
+)
+from service.domain.catalog import (
+    NAME_MAX_LENGTH,
+    SLUG_MAX_LENGTH,
+    CatalogSummary,
+    GpuSpec,
+    IngestResult,
+    PricePage,
+    PricePoint,
+)
 from service.domain.errors import InvalidInput
 from service.domain.vocabulary import PriceKindName
-from service.store.repositories import CatalogSummary, IngestResult, PricePage
 from service.usecases.catalog import GpuListing
 
-Tflops = (
-    Annotated[
-        float,
-        Meta(ge=0, le=1e6, description="Dense peak tensor throughput, TFLOPS (null: unsupported)."),
-    ]
-    | None
-)
 
-
+@with_fields_of(GpuSpec, omit=("id",))
 class GpuSpecIn(WireIn, kw_only=True):
-    """A GPU's datasheet spec (the id comes from the path)."""
-
-    vendor: Name
-    name: Name
-    architecture: Annotated[
-        str,
-        Meta(
-            min_length=1,
-            max_length=128,
-            description="Starts with the generation, e.g. 'Hopper (GH100)'.",
-        ),
-    ]
-    launch_year: Annotated[int, Meta(ge=1990, le=2100)]
-    memory_gb: Annotated[float, Meta(gt=0, le=100_000, description="Memory per card, GB.")]
-    memory_type: Annotated[str, Meta(min_length=1, max_length=32, examples=["HBM3e"])]
-    memory_bandwidth_gbps: Annotated[
-        float, Meta(gt=0, le=1e6, description="Memory bandwidth per card, GB/s.")
-    ]
-    fp32_tflops: Tflops = None
-    tf32_tflops: Tflops = None
-    fp16_tflops: Tflops = None
-    fp8_tflops: Tflops = None
-    fp4_tflops: Tflops = None
-    int8_tops: Tflops = None
-    tdp_w: Annotated[float, Meta(gt=0, le=100_000, description="Board power, W.")] | None = None
-    interconnect: Annotated[str, Meta(max_length=128)] = "PCIe"
-    interconnect_bandwidth_gbps: Annotated[
-        float,
-        Meta(
-            ge=0,
-            le=1e6,
-            description="Scale-up link per card, both directions, GB/s (0: PCIe only).",
-        ),
-    ] = 0.0
-    nvlink_domain: Annotated[
-        int, Meta(ge=1, le=4096, description="Most cards one tensor-parallel group may span.")
-    ] = 1
-    pcie_gen: Annotated[int, Meta(ge=1, le=8)] = 4
-    form_factor: Annotated[str, Meta(min_length=1, max_length=32, examples=["SXM", "PCIe"])] = (
-        "PCIe"
-    )
-    mig_instances: Annotated[int, Meta(ge=0, le=64)] = 0
-    aliases: Annotated[list[Name], Meta(max_length=32)] = msgspec.field(default_factory=list)
-    sources: Annotated[list[LongText], Meta(max_length=32)] = msgspec.field(default_factory=list)
+    """A GPU's datasheet spec (the id comes from the path): the ``GpuSpec`` fields with their
+    limits and defaults (``service/domain/catalog.py``)."""
 
     def to_domain(self, gpu_id: str) -> GpuSpec:
-        return GpuSpec(
-            id=gpu_id,
-            vendor=self.vendor,
-            name=self.name,
-            architecture=self.architecture,
-            launch_year=self.launch_year,
-            memory_gb=self.memory_gb,
-            memory_type=self.memory_type,
-            memory_bandwidth_gbps=self.memory_bandwidth_gbps,
-            fp32_tflops=self.fp32_tflops,
-            tf32_tflops=self.tf32_tflops,
-            fp16_tflops=self.fp16_tflops,
-            fp8_tflops=self.fp8_tflops,
-            fp4_tflops=self.fp4_tflops,
-            int8_tops=self.int8_tops,
-            tdp_w=self.tdp_w,
-            interconnect=self.interconnect,
-            interconnect_bandwidth_gbps=self.interconnect_bandwidth_gbps,
-            nvlink_domain=self.nvlink_domain,
-            pcie_gen=self.pcie_gen,
-            form_factor=self.form_factor,
-            mig_instances=self.mig_instances,
-            aliases=tuple(dict.fromkeys(a.strip() for a in self.aliases if a.strip())),
-            sources=tuple(self.sources),
-        )
+        values: dict[str, Any] = msgspec.structs.asdict(self)
+        values["aliases"] = tuple(dict.fromkeys(a.strip() for a in values["aliases"] if a.strip()))
+        return GpuSpec(id=gpu_id, **values)
 
 
 class ProviderPrice(WireOut, kw_only=True):
@@ -106,61 +49,17 @@ class ProviderPrice(WireOut, kw_only=True):
     observed_at: datetime
 
 
+@with_fields_of(GpuSpec, output=True)
 class GpuOut(WireOut, kw_only=True):
-    id: str
-    vendor: str
-    name: str
-    architecture: str
-    launch_year: int
-    memory_gb: float
-    memory_type: str
-    memory_bandwidth_gbps: float
-    fp32_tflops: float | None
-    tf32_tflops: float | None
-    fp16_tflops: float | None
-    fp8_tflops: float | None
-    fp4_tflops: float | None
-    int8_tops: float | None
-    tdp_w: float | None
-    interconnect: str
-    interconnect_bandwidth_gbps: float
-    has_nvlink: bool
-    nvlink_domain: int
-    pcie_gen: int
-    form_factor: str
-    mig_instances: int
-    aliases: list[str]
-    sources: list[str]
+    """One GPU: every ``GpuSpec`` field (``has_nvlink`` included), then its cheapest current
+    on-demand price per provider."""
+
     on_demand_prices: list[ProviderPrice]
 
     @classmethod
     def from_listing(cls, listing: GpuListing) -> GpuOut:
-        g = listing.gpu
         return cls(
-            id=g.id,
-            vendor=g.vendor,
-            name=g.name,
-            architecture=g.architecture,
-            launch_year=g.launch_year,
-            memory_gb=g.memory_gb,
-            memory_type=g.memory_type,
-            memory_bandwidth_gbps=g.memory_bandwidth_gbps,
-            fp32_tflops=g.fp32_tflops,
-            tf32_tflops=g.tf32_tflops,
-            fp16_tflops=g.fp16_tflops,
-            fp8_tflops=g.fp8_tflops,
-            fp4_tflops=g.fp4_tflops,
-            int8_tops=g.int8_tops,
-            tdp_w=g.tdp_w,
-            interconnect=g.interconnect,
-            interconnect_bandwidth_gbps=g.interconnect_bandwidth_gbps,
-            has_nvlink=g.has_nvlink,
-            nvlink_domain=g.nvlink_domain,
-            pcie_gen=g.pcie_gen,
-            form_factor=g.form_factor,
-            mig_instances=g.mig_instances,
-            aliases=list(g.aliases),
-            sources=list(g.sources),
+            **domain_values(listing.gpu),
             on_demand_prices=[
                 ProviderPrice(
                     provider=p.provider,
@@ -191,12 +90,12 @@ class PriceObservationIn(WireIn, kw_only=True):
 
     gpu: Annotated[str, Meta(min_length=1, max_length=64, description="GPU id or alias.")]
     provider: Slug
-    region: Annotated[str, Meta(min_length=1, max_length=64, examples=["us-east-1"])]
+    region: Annotated[str, Meta(min_length=1, max_length=SLUG_MAX_LENGTH, examples=["us-east-1"])]
     kind: PriceKindName
     usd: Annotated[
         float, Meta(gt=0, le=10_000_000, description="USD per GPU-hour (per card for purchase).")
     ]
-    instance_type: Annotated[str, Meta(min_length=1, max_length=128)] = "unspecified"
+    instance_type: Annotated[str, Meta(min_length=1, max_length=NAME_MAX_LENGTH)] = "unspecified"
     gpus_per_instance: Annotated[
         int, Meta(ge=1, le=1024, description="GPUs in the priced instance.")
     ] = 1
@@ -214,7 +113,7 @@ class PriceObservationIn(WireIn, kw_only=True):
             gpu_id=self.gpu,
             provider=self.provider,
             region=self.region.strip(),
-            kind=PricingKind(self.kind),
+            kind=self.kind,
             usd=self.usd,
             instance_type=self.instance_type.strip(),
             gpus_per_instance=self.gpus_per_instance,
@@ -265,9 +164,9 @@ class PriceOut(WireOut, kw_only=True):
             gpu=p.gpu_id,
             provider=p.provider,
             region=p.region,
-            kind=p.kind.value,
+            kind=p.kind,
             usd=p.usd,
-            unit="card" if p.kind is PricingKind.PURCHASE else "gpu_hour",
+            unit="card" if p.kind == "purchase" else "gpu_hour",
             instance_type=p.instance_type,
             gpus_per_instance=p.gpus_per_instance,
             observed_at=p.observed_at,

@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from service.domain.catalog import GpuSpec, PricePoint, PricingKind
+from service.domain.catalog import GpuSpec, PricePoint, price_kind_for
 from service.domain.planner.request import HOURS_PER_MONTH, OwnedCost, PlanConstraints, Pricing
+from service.domain.vocabulary import PRICING_CHOICES, PriceKindName, one_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +55,8 @@ def owned_card_hour_usd(purchase_usd: float, gpu: GpuSpec, cost: OwnedCost) -> f
     return amortised + power
 
 
-def _kind(pricing: Pricing) -> PricingKind:
-    return PricingKind.PURCHASE if pricing is Pricing.OWNED else PricingKind(pricing.value)
+def _kind(pricing: Pricing) -> PriceKindName:
+    return price_kind_for(one_of(PRICING_CHOICES, pricing.value, "pricing"))
 
 
 def offers_for(
@@ -65,7 +66,7 @@ def offers_for(
     kind = _kind(constraints.pricing)
     providers = set(constraints.providers) if constraints.providers is not None else None
     regions = set(constraints.regions) if constraints.regions is not None else None
-    of_kind = [p for p in prices if p.gpu_id == gpu.id and p.kind is kind]
+    of_kind = [p for p in prices if p.gpu_id == gpu.id and p.kind == kind]
     if not of_kind:
         return [], f"no {constraints.pricing.value} price in the catalog"
     allowed = [

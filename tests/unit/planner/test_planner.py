@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.domain.catalog import CatalogSnapshot, PricePoint, PricingKind, latest_per_offer
+from service.domain.catalog import CatalogSnapshot, PricePoint, latest_per_offer
 from service.domain.llm import resolve_model
 from service.domain.perfmodel import Slo
 from service.domain.planner import (
@@ -106,7 +106,7 @@ def test_an_impossible_slo_is_infeasible_with_a_reason_per_gpu() -> None:
     p = plan(request(slo=Slo(ttft_ms=None, tpot_ms=0.5, e2e_ms=None, percentile=95)), snapshot())
     assert p.status is PlanStatus.INFEASIBLE
     assert p.fleet is None and p.alternatives == ()
-    priced = {pp.gpu_id for pp in snapshot().prices if pp.kind is PricingKind.ON_DEMAND}
+    priced = {pp.gpu_id for pp in snapshot().prices if pp.kind == "on_demand"}
     assert {r.gpu for r in p.rejected} >= priced
     assert all(r.reason for r in p.rejected)
 
@@ -159,9 +159,7 @@ def test_owned_pricing_amortises_purchase_and_adds_power() -> None:
     assert line.pricing == "owned" and line.provider == "street"
     per_card = line.usd_per_hour / line.cards
     cheapest_purchase = min(
-        pp.usd
-        for pp in snapshot().prices
-        if pp.gpu_id == "h100-sxm" and pp.kind is PricingKind.PURCHASE
+        pp.usd for pp in snapshot().prices if pp.gpu_id == "h100-sxm" and pp.kind == "purchase"
     )
     assert per_card == pytest.approx(cheapest_purchase / (36 * 730) + 700 * 1.3 * 0.12 / 1000)
 
@@ -207,7 +205,7 @@ def test_a_cheaper_new_offer_is_used() -> None:
         gpu_id="l4",
         provider="examplecloud",
         region="r1",
-        kind=PricingKind.ON_DEMAND,
+        kind="on_demand",
         usd=0.05,
         instance_type="ex.l4",
         gpus_per_instance=1,

@@ -32,9 +32,17 @@ def upgrade() -> None:
     now = datetime.now(UTC)
     gpus = parse_gpus_csv(bundled_text("gpus.csv"))
     prices = parse_prices_csv(bundled_text("prices.csv"), ingested_at=now)
+    # Only the columns the table has at this revision: a GpuSpec field added later gets its
+    # column, and the bundled GPUs their values, from its own migration (see CONTRIBUTING.md).
+    present = {column["name"] for column in sa.inspect(op.get_bind()).get_columns("gpus")}
     op.bulk_insert(
-        GpuRow.__table__,  # type: ignore[arg-type]
-        [gpu_to_row_values(g, revision=SEED_REVISION, updated_at=now) for g in gpus],
+        GpuRow.__table__,
+        [
+            {k: v for k, v in values.items() if k in present}
+            for values in (
+                gpu_to_row_values(g, revision=SEED_REVISION, updated_at=now) for g in gpus
+            )
+        ],
     )
     op.bulk_insert(
         PricePointRow.__table__,  # type: ignore[arg-type]

@@ -1,0 +1,121 @@
+"""Each catalog concept is defined once: the wire types, the table and the CSV columns are
+derived from ``GpuSpec``, and the price kinds from the vocabulary. These tests pin the
+derivation, so a field added to the domain reaches every form (CONTRIBUTING.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Annotated
+
+import msgspec
+import pytest
+from msgspec import Meta
+
+from service.api.schemas.catalog import GpuOut, GpuSpecIn
+from service.api.schemas.common import WireIn, WireOut, with_fields_of
+from service.domain.catalog import GpuSpec, price_kind_for
+from service.domain.errors import InvalidInput
+from service.domain.vocabulary import PRICE_KIND_NAMES, PRICING_CHOICES, one_of
+from service.store.csv_format import GPU_COLUMNS, bundled_text, parse_gpus_csv
+from service.store.models import GpuRow, PricePointRow
+from service.store.rows import gpu_from_row, gpu_to_row_values
+
+ALL_FIELDS = [f.name for f in dataclasses.fields(GpuSpec)]
+STORED = [f.name for f in dataclasses.fields(GpuSpec) if f.init]
+SPEC = {
+    "vendor": "NVIDIA",
+    "name": "Example",
+    "architecture": "Hopper (GH100)",
+    "launch_year": 2024,
+    "memory_gb": 80.0,
+    "memory_type": "HBM3",
+    "memory_bandwidth_gbps": 3350.0,
+}
+
+
+def test_every_form_has_the_domain_fields_in_the_domain_order() -> None:
+    assert [f.name for f in msgspec.structs.fields(GpuSpecIn)] == [n for n in STORED if n != "id"]
+    assert [f.name for f in msgspec.structs.fields(GpuOut)] == [*ALL_FIELDS, "on_demand_prices"]
+    assert [c.name for c in GpuRow.__table__.columns] == [*STORED, "revision", "updated_at"]
+    assert list(GPU_COLUMNS) == STORED
+    assert "has_nvlink" in ALL_FIELDS and "has_nvlink" not in STORED  # derived, shown only
+
+
+def test_optional_fields_are_nullable_columns_and_required_ones_are_not() -> None:
+    columns = GpuRow.__table__.columns
+    assert columns["fp8_tflops"].nullable and columns["tdp_w"].nullable
+    assert not columns["memory_gb"].nullable and not columns["aliases"].nullable
+    assert columns["vendor"].type.length == 64 and columns["name"].type.length == 128
+
+
+def test_the_domain_limits_are_what_the_request_body_enforces() -> None:
+    ok = msgspec.convert(SPEC, GpuSpecIn)
+    assert ok.to_domain("x").interconnect == "PCIe"  # the domain's default
+    for field, bad in (("memory_gb", 0), ("vendor", "v" * 65), ("launch_year", 1900)):
+        with pytest.raises(msgspec.ValidationError, match=f"\\$.{field}"):
+            msgspec.convert({**SPEC, field: bad}, GpuSpecIn)
+    with pytest.raises(msgspec.ValidationError, match="unknown field `has_nvlink`"):
+        msgspec.convert({**SPEC, "has_nvlink": True}, GpuSpecIn)
+
+
+def test_the_domain_limits_are_what_the_csv_parser_enforces() -> None:
+    header = ",".join(GPU_COLUMNS)
+    good = dict.fromkeys(GPU_COLUMNS, "") | {k: str(v) for k, v in SPEC.items()} | {"id": "x"}
+    line = ",".join(good[c] for c in GPU_COLUMNS)
+    assert parse_gpus_csv(f"{header}\n{line}\n")[0].nvlink_domain == 1  # empty cell: default
+    bad = ",".join((good | {"memory_gb": "0"})[c] for c in GPU_COLUMNS)
+    with pytest.raises(InvalidInput) as caught:
+        parse_gpus_csv(f"{header}\n{bad}\n")
+    assert caught.value.field == "memory_gb" and "line 2" in caught.value.message
+
+
+def test_a_spec_survives_the_row_and_the_response() -> None:
+    for gpu in parse_gpus_csv(bundled_text("gpus.csv")):
+        values = gpu_to_row_values(gpu, revision=1, updated_at=datetime.now(UTC))
+        assert gpu_from_row(GpuRow(**values)) == gpu
+        shown = msgspec.to_builtins(GpuOut.from_listing(_Listing(gpu)))
+        assert {k: shown[k] for k in ALL_FIELDS} == msgspec.to_builtins(dataclasses.asdict(gpu))
+
+
+@dataclass
+class _Listing:
+    gpu: GpuSpec
+    cheapest_on_demand: dict[str, object] = dataclasses.field(default_factory=dict)
+
+
+def test_with_fields_of_derives_a_new_field_with_its_limits_and_default() -> None:
+    @dataclass(frozen=True, kw_only=True)
+    class Thing:
+        id: str
+        size_gb: Annotated[float, Meta(gt=0, description="Size, GB.")]
+        colour: Annotated[str, Meta(max_length=8)] | None = None
+
+    @with_fields_of(Thing, omit=("id",))
+    class ThingIn(WireIn, kw_only=True):
+        """A thing."""
+
+    @with_fields_of(Thing, output=True)
+    class ThingOut(WireOut, kw_only=True):
+        extra: int
+
+    schema = msgspec.json.schema(ThingIn)["$defs"]["ThingIn"]
+    assert schema["required"] == ["size_gb"]
+    assert schema["properties"]["size_gb"]["exclusiveMinimum"] == 0
+    assert ThingIn.__doc__ == "A thing."
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.convert({"size_gb": 1, "colour": "far too long"}, ThingIn)
+    out = msgspec.json.schema(ThingOut)["$defs"]["ThingOut"]
+    assert out["required"] == ["id", "size_gb", "colour", "extra"]
+    assert "exclusiveMinimum" not in out["properties"]["size_gb"]
+
+
+def test_price_kinds_are_the_vocabulary_everywhere() -> None:
+    checks = {str(c.sqltext) for c in PricePointRow.__table__.constraints if hasattr(c, "sqltext")}
+    assert f"kind IN ({', '.join(repr(k) for k in PRICE_KIND_NAMES)})" in checks
+    assert {price_kind_for(choice) for choice in PRICING_CHOICES} == set(PRICE_KIND_NAMES)
+    assert price_kind_for("owned") == "purchase"
+    assert one_of(PRICE_KIND_NAMES, "spot", "price kind") == "spot"
+    with pytest.raises(ValueError, match="unknown price kind 'hourly'"):
+        one_of(PRICE_KIND_NAMES, "hourly", "price kind")
