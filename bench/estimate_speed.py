@@ -47,6 +47,10 @@ def main() -> None:
             ("estimate (peak)", lambda s, m=model, d=dep: estimate(m, d, s)),
             ("estimate (qps=2)", lambda s, m=model, d=dep: estimate(m, d, s, qps=2.0)),
             (
+                "estimate (concurrency=64)",
+                lambda s, m=model, d=dep: estimate(m, d, s, concurrency=64),
+            ),
+            (
                 "max_qps_under_slo",
                 lambda s, m=model, d=dep: max_qps_under_slo(m, d, s, Slo(3000, 80, None, 95)),
             ),

@@ -26,6 +26,18 @@ TPOT and E2E percentiles there.
   ``TPOT_q = tau + z_q (tau1 - tau0) sqrt(f (1 - f) / (L_out - 1))``.
 * E2E = TTFT + (L_out - 1) TPOT; its percentile adds the two excesses over their means in
   quadrature (independent tails).
+* Closed loops (:func:`prompt_waves`): ``N`` clients with identical lengths that start together
+  (``vllm bench serve --max-concurrency N``) send their prompts at once, and each client's next
+  request follows its previous one, so the clients stay in step and every cycle's ``N`` prompts
+  arrive together. The engine admits them in waves of what its per-iteration token budget
+  ``T`` (``max_num_batched_tokens``/``max_num_tokens``) holds: with chunked prefill the prompt
+  tokens fill iterations of ``T_p`` tokens back to back (prompt ``i`` completes in iteration
+  ``ceil(i L_in / T_p)``), without it whole prompts, ``floor(T_p / L_in)`` (at least one) per
+  iteration. ``T_p = T`` when all prompts fit one iteration, else ``T - min(N, T) / 2``: the
+  sequences admitted in earlier waves decode meanwhile and take one token of the budget each
+  (``N / 2`` of them on average). A prompt's TTFT is the time to the end of the iteration that
+  completes it, plus request handling: about ``(k + 1) / 2`` wave iterations on average for
+  ``k = ceil(N L_in / T_p)`` waves, so TTFT grows with ``N`` once ``N L_in > T``.
 
 One-token outputs are modelled as two-token requests (:func:`effective_output`). Seconds and
 requests/s inside this module; :func:`latency_percentiles` converts to ms. Pure: no I/O.
@@ -40,16 +52,18 @@ from functools import lru_cache
 from statistics import NormalDist
 
 from service.domain.perfmodel.coefficients import Setup
-from service.domain.perfmodel.iteration import iteration_mix
+from service.domain.perfmodel.iteration import iteration_mix, iteration_time
+from service.domain.perfmodel.memory import token_budget
 from service.domain.perfmodel.values import LatencyPercentiles
 
 __all__ = [
     "OperatingPoint",
+    "Waves",
     "e2e_q",
     "effective_output",
     "latency_percentiles",
     "operating_point",
-    "requests_in_system",
+    "prompt_waves",
     "residual_q",
     "solve_increasing",
     "tpot_q",
@@ -93,13 +107,9 @@ def effective_output(l_out: int) -> int:
     return max(l_out, 2)
 
 
-def operating_point(s: Setup, b: float, l_in: int, l_out: int, ca2: float = 1.0) -> OperatingPoint:
-    """Steady state with ``b`` sequences decoding (``lambda`` from Little's law).
-
-    ``ca2``: squared coefficient of variation of the arrivals (1 for Poisson: M/D/1; a closed
-    loop of identical requests is burstier): the prompt-queue wait is Kingman's
-    ``(ca2 + 0) / 2 * rho / (1 - rho) * service`` (deterministic service).
-    """
+def operating_point(s: Setup, b: float, l_in: int, l_out: int) -> OperatingPoint:
+    """Steady state with ``b`` sequences decoding under Poisson arrivals (``lambda`` from
+    Little's law; the prompt queue is M/D/1)."""
     lo = effective_output(l_out)
     n_dec = lo - 1
     b = max(b, 1e-9)
@@ -107,17 +117,64 @@ def operating_point(s: Setup, b: float, l_in: int, l_out: int, ca2: float = 1.0)
     lam = b / (n_dec * mix.tau)
     rho = min(lam * mix.service, 0.999999)
     busy = -math.expm1(-b)
-    wait = ca2 * rho * mix.service / (2.0 * (1.0 - rho)) + busy * mix.residual
+    wait = rho * mix.service / (2.0 * (1.0 - rho)) + busy * mix.residual
     return OperatingPoint(
         b, lam, mix.tau0, mix.tau, mix.tau1, mix.f, mix.delta, mix.service, mix.residual,
         mix.s1, rho, mix.s1 + wait + s.ttft_oh_s, n_dec, busy,
     )  # fmt: skip
 
 
-def requests_in_system(s: Setup, b: float, l_in: int, l_out: int, ca2: float) -> float:
-    """Requests in the system ``lambda TTFT + B`` for a closed loop at batch ``b``."""
-    op = operating_point(s, b, l_in, l_out, ca2)
-    return op.lam * op.ttft + op.b
+@dataclass(frozen=True, slots=True)
+class Waves:
+    """Admission of ``n`` prompts that arrive together (seconds): ``k`` prefill iterations,
+    the full ones taking ``tau_full`` and the last ``tau_last``; ``mean_iter`` the mean index
+    (1-based) of the iteration that completes a prompt; ``ttft`` the mean TTFT, request
+    handling included."""
+
+    k: int
+    mean_iter: float
+    tau_full: float
+    tau_last: float
+    ttft: float
+
+
+_EXACT_WAVES = 64  # up to this many waves the completion indices are summed exactly
+
+
+def prompt_waves(s: Setup, n: int, l_in: int, l_out: int) -> Waves:
+    """``n`` prompts of ``l_in`` tokens admitted together, in waves of the token budget (see
+    the module docstring); memoised per shape through :func:`operating_point`'s callers."""
+    lo = effective_output(l_out)
+    budget = token_budget(s, l_in, lo)
+    tokens = float(n * l_in)
+    if tokens <= budget or (not s.chunked and n == 1):
+        tau = iteration_time(s, 0.0, tokens, float(l_in), float(l_in))
+        return Waves(1, 1.0, tau, tau, tau + s.ttft_oh_s)
+    per_iter = budget - 0.5 * min(float(n), budget)
+    if s.chunked:
+        # N_j = prompts complete after j full iterations; sum_i c_i = k n - sum_{j<k} N_j
+        k = max(1, math.ceil(tokens / per_iter - 1e-9))
+        done: float
+        if k <= _EXACT_WAVES:
+            done = sum(min(n, math.floor(j * per_iter / l_in + 1e-9)) for j in range(1, k))
+        else:
+            done = (k - 1) * k * per_iter / (2.0 * l_in) - (k - 1) / 2.0
+        before_last = min(n, math.floor((k - 1) * per_iter / l_in + 1e-9))
+        last_tokens = tokens - (k - 1) * per_iter
+    else:
+        q = max(1, math.floor(per_iter / l_in))
+        per_iter = float(q * l_in)
+        k = math.ceil(n / q)
+        done = q * k * (k - 1) / 2.0
+        before_last = (k - 1) * q
+        last_tokens = float((n - before_last) * l_in)
+    mean_iter = k - done / n
+    ctx = float(l_in)
+    tau_full = iteration_time(s, 0.5 * before_last, per_iter, ctx, ctx)
+    tau_last = iteration_time(s, float(before_last), last_tokens, ctx, ctx)
+    share_last = (n - before_last) / n
+    ttft = tau_full * mean_iter - share_last * (tau_full - tau_last) + s.ttft_oh_s
+    return Waves(k, mean_iter, tau_full, tau_last, ttft)
 
 
 def residual_q(op: OperatingPoint, q: float) -> float:

@@ -19,11 +19,15 @@ Serving under load (continuous batching, one replica):
   (``lambda -> infinity`` limit of vendor throughput tables). TTFT there is *unqueued* (first-token
   service + iteration residual + overhead): at the saturation rate the prompt queue grows
   without bound, so use ``qps`` for latency under load.
-* ``concurrency=C``: a closed loop of ``C`` clients each sending its next request when the last
-  finishes. Requests in the system ``N(B) = lambda(B) TTFT(B) + B``; solve ``N(B) = C``; above
-  the cap the excess waits for admission and TTFT follows from Little's law. Identical requests
-  from a closed loop drift in step, so their arrivals are burstier than Poisson: the prompt
-  queue uses Kingman's G/D/1 wait with the fitted arrival variability ``closed_loop_ca2``.
+* ``concurrency=C``: a closed loop of ``C`` clients with identical lengths each sending its
+  next request when the last finishes, started together (``vllm bench serve
+  --max-concurrency C``). The clients stay in step, so each cycle's prompts arrive together
+  and are admitted in waves of the engine's token budget (``queueing.prompt_waves``): TTFT is
+  the mean wave completion time plus request handling, and grows with ``C`` once
+  ``C L_in`` exceeds the budget. The ``B`` sequences decoding at a time follow from Little's
+  law on the loop, ``C = B + lambda(B) TTFT``; TPOT and ``lambda`` are those of the steady
+  state at ``B``. Above the batch cap the excess clients wait for admission and TTFT follows
+  from Little's law on the whole loop (continuous at the cap).
 
 One-token outputs are modelled as two-token requests (one decode step; slightly conservative).
 """
@@ -58,7 +62,7 @@ from service.domain.perfmodel.queueing import (
     effective_output,
     latency_percentiles,
     operating_point,
-    requests_in_system,
+    prompt_waves,
     solve_increasing,
 )
 from service.domain.perfmodel.values import (
@@ -259,27 +263,23 @@ def _at_qps(s: Setup, caps: BatchCaps, l_in: int, l_out: int, qps: float) -> _Po
     return _Point(op, ttft, tpot, ttft + n_dec * tpot, latency_percentiles(s, op))
 
 
-def _closed_loop(
-    s: Setup, caps: BatchCaps, l_in: int, l_out: int, concurrency: int, ca2: float
-) -> _Point:
-    """``concurrency`` closed-loop clients: solve ``N(B) = C``; above the cap requests wait
-    for admission and TTFT follows from Little's law."""
+def _closed_loop(s: Setup, caps: BatchCaps, l_in: int, l_out: int, concurrency: int) -> _Point:
+    """``concurrency`` clients in step: waves of prompts (``queueing.prompt_waves``), then
+    ``C = B + lambda(B) TTFT`` for the decoding batch; above the cap Little's law."""
     n_dec = effective_output(l_out) - 1
-    b_max = caps.b_max
-    c = float(concurrency)
-    top = operating_point(s, float(b_max), l_in, l_out, ca2)
-    in_system_top = top.lam * top.ttft + top.b
-    if c >= in_system_top:
-        op = top
-        ttft = max(c / top.lam - n_dec * top.tau, top.ttft)
-    else:
-        b = solve_increasing(
-            lambda x: requests_in_system(s, x, l_in, l_out, ca2), c, 1e-6, float(b_max)
-        )
-        op = operating_point(s, b, l_in, l_out, ca2)
-        ttft = op.ttft
-    tpot = op.tau
-    return _Point(op, ttft, tpot, ttft + n_dec * tpot)
+    admitted = min(concurrency, max(caps.b_max, 1))
+    waves = prompt_waves(s, admitted, l_in, l_out)
+    ttft = waves.ttft
+    b = solve_increasing(
+        lambda x: x + operating_point(s, x, l_in, l_out).lam * ttft,
+        float(admitted),
+        1e-6,
+        float(admitted),
+    )
+    op = operating_point(s, b, l_in, l_out)
+    if concurrency > admitted:
+        ttft = concurrency / op.lam - n_dec * op.tau
+    return _Point(op, ttft, op.tau, ttft + n_dec * op.tau)
 
 
 def _peak(s: Setup, caps: BatchCaps, l_in: int, l_out: int) -> _Point:
@@ -319,7 +319,7 @@ def estimate_with(
     if qps is not None:
         pt = _at_qps(s, caps, l_in, l_out, qps)
     elif concurrency is not None:
-        pt = _closed_loop(s, caps, l_in, l_out, concurrency, cal.closed_loop_ca2)
+        pt = _closed_loop(s, caps, l_in, l_out, concurrency)
     else:
         pt = _peak(s, caps, l_in, l_out)
     op = pt.op

@@ -58,7 +58,10 @@ def test_closed_loop_concurrency() -> None:
     lone = estimate(M, D, SHAPE, qps=1e-3)
     assert one.ttft_ms == pytest.approx(lone.ttft_ms, rel=0.2)
     many = estimate(M, D, SHAPE, concurrency=4 * one.max_concurrency)
-    assert many.concurrency == many.max_concurrency
+    more = estimate(M, D, SHAPE, concurrency=8 * one.max_concurrency)
+    # saturated: the batch cap admits no more, throughput stops growing
+    assert more.output_tokens_per_s == pytest.approx(many.output_tokens_per_s, rel=1e-9)
+    assert many.concurrency <= many.max_concurrency
     # the clients beyond the engine's cap wait for admission: Little's law on the whole loop
     cycle_s = (many.ttft_ms + (SHAPE.output_tokens - 1) * many.tpot_ms) / 1e3
     assert many.requests_per_s * cycle_s == pytest.approx(4 * one.max_concurrency, rel=0.01)
