@@ -44,7 +44,8 @@ from service.store.repositories import CatalogRepository
 from service.usecases.catalog import CatalogService
 from service.usecases.catalog_state import CatalogState
 from service.usecases.estimating import EstimatingService
-from service.usecases.planning import PlanningService, SolverPool
+from service.usecases.planning import PlanningService
+from service.usecases.solver_pool import SolverPool
 
 log = logging.getLogger("gpuplan.app")
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from collections.abc import Callable
+
+from service.cache.lru import TtlLru
 
 
 class MemoryPlanCache:
@@ -20,51 +21,26 @@ class MemoryPlanCache:
         max_bytes: int = 64 * 1024 * 1024,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._entries: OrderedDict[str, tuple[float, bytes]] = OrderedDict()
-        self._max_entries = max_entries
-        self._max_bytes = max_bytes
-        self._bytes = 0
-        self._clock = clock
+        self._lru: TtlLru[bytes] = TtlLru(max_entries=max_entries, max_bytes=max_bytes, clock=clock)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._lru)
 
     @property
     def size_bytes(self) -> int:
-        return self._bytes
+        return self._lru.size_bytes
 
     async def get(self, key: str) -> bytes | None:
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        expires, value = entry
-        if expires <= self._clock():
-            self._drop(key)
-            return None
-        self._entries.move_to_end(key)
-        return value
+        return self._lru.get(key)
 
     async def set(self, key: str, value: bytes, ttl_s: int) -> None:
-        if len(value) > self._max_bytes:
-            return
-        self._drop(key)
-        self._entries[key] = (self._clock() + ttl_s, value)
-        self._bytes += len(value)
-        while len(self._entries) > self._max_entries or self._bytes > self._max_bytes:
-            oldest = next(iter(self._entries))
-            self._drop(oldest)
+        self._lru.put(key, value, size=len(value), ttl_s=ttl_s)
 
     async def delete(self, key: str) -> None:
-        self._drop(key)
+        self._lru.drop(key)
 
     async def ping(self) -> None:
         return None
 
     async def close(self) -> None:
-        self._entries.clear()
-        self._bytes = 0
-
-    def _drop(self, key: str) -> None:
-        entry = self._entries.pop(key, None)
-        if entry is not None:
-            self._bytes -= len(entry[1])
+        self._lru.clear()

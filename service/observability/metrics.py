@@ -69,8 +69,23 @@ class Metrics:
             "Bytes of plan bodies held in this process's cache.",
             registry=self.registry,
         )
-        for outcome in ("hit", "miss", "bypass"):
-            self.cache.labels(outcome)
+        # Labelled children looked up once: a label lookup costs more than the increment.
+        self._cache_outcomes = {o: self.cache.labels(o) for o in ("hit", "miss", "bypass")}
+
+    # What the planning use case reports (service.usecases.planning.PlanningMetrics).
+
+    def cache_lookup(self, outcome: str) -> None:
+        """One plan-cache lookup ended ``hit``, ``miss`` or ``bypass``."""
+        self._cache_outcomes[outcome].inc()
+
+    def solve_finished(self, seconds: float) -> None:
+        """One uncached plan was solved in ``seconds``."""
+        self.solve_seconds.observe(seconds)
+
+    def solver_load(self, running: int, queued: int) -> None:
+        """Solves running in solver workers and waiting for one."""
+        self.solver_running.set(running)
+        self.solver_queue.set(queued)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -26,18 +26,19 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, TypeVar
+from typing import Literal
 
 from service.cache.base import CacheUnavailable, PlanCache
+from service.cache.guarded import GuardedCache
 from service.domain.catalog import CatalogSnapshot
 from service.domain.errors import NotFound
 from service.domain.planner import Plan, PlanRequest, plan
 from service.observability.metrics import Metrics
 from service.usecases.catalog_state import CatalogState, SnapshotView
 from service.usecases.errors import ServiceUnavailable
+from service.usecases.solver_pool import SolverPool
 
 log = logging.getLogger("gpuplan.planning")
 
@@ -45,7 +46,6 @@ SCHEMA_VERSION = 1
 LOCAL_TTL_S = 300
 CacheOutcome = Literal["hit", "miss", "bypass"]
 Render = Callable[[Plan, str, int], bytes]
-T = TypeVar("T")
 
 
 class UnknownPlan(NotFound):
@@ -74,87 +74,6 @@ def plan_id_for(canonical: bytes, revision: int) -> str:
 
 def cache_key(plan_id: str) -> str:
     return f"plans:v{SCHEMA_VERSION}:{plan_id}"
-
-
-class SolverPool:
-    """Worker threads for CPU-bound solves, at most ``workers`` running and ``queue`` waiting."""
-
-    def __init__(self, workers: int, queue: int, metrics: Metrics) -> None:
-        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="solver")
-        # Each running solve may overlap its independent MILPs (main, alternatives, budget)
-        # here; HiGHS releases the GIL, so on several cores one plan finishes sooner.
-        self.helpers = ThreadPoolExecutor(max_workers=workers * 2, thread_name_prefix="solver-aux")
-        self._workers = workers
-        self._limit = workers + queue
-        self._admitted = 0
-        self._metrics = metrics
-
-    @property
-    def queued(self) -> int:
-        return max(self._admitted - self._workers, 0)
-
-    async def run(self, fn: Callable[[], T]) -> T:
-        if self._admitted >= self._limit:
-            raise ServiceUnavailable(
-                f"the planner is at capacity ({self._admitted} solves admitted); retry shortly",
-                retry_after_s=1,
-            )
-        self._admitted += 1
-        self._gauges()
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
-        finally:
-            self._admitted -= 1
-            self._gauges()
-
-    def _gauges(self) -> None:
-        self._metrics.solver_queue.set(self.queued)
-        self._metrics.solver_running.set(min(self._admitted, self._workers))
-
-    def shutdown(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
-        self.helpers.shutdown(wait=False, cancel_futures=True)
-
-
-class GuardedCache:
-    """A ``PlanCache`` behind a circuit breaker: after a failure, skip it for ``cooldown_s``."""
-
-    def __init__(self, cache: PlanCache, cooldown_s: float = 1.0) -> None:
-        self.inner = cache
-        self._cooldown = cooldown_s
-        self._down_until = 0.0
-
-    @property
-    def available(self) -> bool:
-        return time.monotonic() >= self._down_until
-
-    def _failed(self, exc: CacheUnavailable, action: str) -> None:
-        if self.available:
-            log.warning(
-                "plan cache unavailable; bypassing it",
-                extra={"event": "cache_down", "action": action, "error": str(exc)},
-            )
-        self._down_until = time.monotonic() + self._cooldown
-
-    async def get(self, key: str) -> bytes | None:
-        """Raises ``CacheUnavailable`` when the cache is failing (now or recently)."""
-        if not self.available:
-            raise CacheUnavailable("circuit open")
-        try:
-            return await self.inner.get(key)
-        except CacheUnavailable as exc:
-            self._failed(exc, "get")
-            raise
-
-    async def set(self, key: str, value: bytes, ttl_s: int) -> bool:
-        if not self.available:
-            return False
-        try:
-            await self.inner.set(key, value, ttl_s)
-        except CacheUnavailable as exc:
-            self._failed(exc, "set")
-            return False
-        return True
 
 
 class PlanningService:
