@@ -15,8 +15,12 @@ KvPrecision = Literal["bf16", "fp16", "fp8"]
 """KV-cache element format."""
 Engine = Literal["vllm", "trtllm", "sglang", "tgi"]
 """Serving engine whose calibrated constants an estimate uses."""
-Bottleneck = Literal["compute", "memory_bandwidth", "interconnect", "kv_capacity"]
-"""What limits one engine iteration (or the batch) at the estimated operating point."""
+Bottleneck = Literal[
+    "compute", "memory_bandwidth", "interconnect", "kv_capacity", "batch_limit", "token_budget"
+]
+"""What limits one engine iteration (or the batch) at the estimated operating point: a
+resource, or at saturation the limit that caps the running batch (KV cache, the engine's
+``max_num_seqs``/``max_batch_size``/``max_running_requests``, its per-iteration token budget)."""
 AttentionKind = Literal["mha", "gqa", "mla"]
 """Multi-head, grouped-query or multi-head latent attention."""
 TensorParallel = Literal[1, 2, 4, 8, 16, 32, 64, 72]

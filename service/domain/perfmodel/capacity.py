@@ -22,6 +22,7 @@ from service.domain.perfmodel.calibration import (
     default_calibration,
 )
 from service.domain.perfmodel.coefficients import Setup, build_setup
+from service.domain.perfmodel.engine_limits import card_profile
 from service.domain.perfmodel.queueing import (
     OperatingPoint,
     e2e_q,
@@ -156,11 +157,13 @@ def max_qps_under_slo(model: ModelArch, dep: Deployment, shape: RequestShape, sl
     """Largest Poisson arrival rate (requests/s) one replica sustains with TTFT, TPOT and E2E at
     ``slo.percentile`` within the limits, and the latencies there (see module docstring).
 
+    The engine runs with its defaults on this card (``engine_limits.card_profile``).
     ``qps == 0`` with a ``reason`` when even zero load fails: "does not fit: ...", "TTFT at zero
     load is X ms > SLO Y ms", "TPOT at batch 1 is X ms > SLO Y ms". ``limited_by`` names the
     binding limit, or the cap (``kv_capacity``, ``engine_batch_cap``, ``token_budget``) when no
     latency limit binds. Memoised.
     """
-    return max_qps_under_slo_with(
-        model, dep, shape, slo, PUBLIC_PROFILES[dep.engine], default_calibration()
-    )
+    check_request(shape, dep)
+    cal = default_calibration()
+    profile = card_profile(model, dep, PUBLIC_PROFILES[dep.engine], cal)
+    return max_qps_under_slo_with(model, dep, shape, slo, profile, cal)

@@ -29,6 +29,12 @@ Serving under load (continuous batching, one replica):
   state at ``B``. Above the batch cap the excess clients wait for admission and TTFT follows
   from Little's law on the whole loop (continuous at the cap).
 
+* ``bottleneck``: at saturation the limit that caps the running batch (``kv_capacity``,
+  ``batch_limit`` for the engine's ``max_num_seqs``/``max_batch_size``/``max_running_requests``,
+  ``token_budget``) unless the iteration is compute-bound there; otherwise the resource with
+  the largest share of an iteration. The engine's limits are its defaults on the card
+  (``engine_limits``).
+
 One-token outputs are modelled as two-token requests (one decode step; slightly conservative).
 """
 
@@ -48,6 +54,7 @@ from service.domain.perfmodel.calibration import (
     default_calibration,
 )
 from service.domain.perfmodel.coefficients import Setup, build_setup
+from service.domain.perfmodel.engine_limits import card_profile
 from service.domain.perfmodel.iteration import iteration_parts, mean_context, prefill_per_iteration
 from service.domain.perfmodel.memory import (
     activation_bytes,
@@ -215,8 +222,24 @@ def fit_reason(s: Setup, dep: Deployment, model: ModelArch, shape: RequestShape)
     return ""
 
 
-def _bottleneck(s: Setup, op: OperatingPoint, l_in: int, l_out: int, at_kv_cap: bool) -> Bottleneck:
-    """Label the binding resource at an operating point from ``iteration.iteration_parts``."""
+_CAP_LABELS: dict[str, Bottleneck] = {
+    "kv_capacity": "kv_capacity",
+    "engine_batch_cap": "batch_limit",
+    "token_budget": "token_budget",
+}
+
+
+def _bottleneck(
+    s: Setup, op: OperatingPoint, caps: BatchCaps, l_in: int, l_out: int, saturated: bool
+) -> Bottleneck:
+    """The binding resource or limit at an operating point (``iteration.iteration_parts``).
+
+    At saturation (the running batch at its cap: the peak point, or more clients or load than
+    the cap admits) the limit that caps the batch binds (``kv_capacity``, ``batch_limit``,
+    ``token_budget``) unless the iteration there is compute-bound: then a larger batch would
+    not go faster and ``compute`` binds. Below saturation the resource with the largest share
+    of the iteration: ``interconnect``, ``memory_bandwidth`` or ``compute``.
+    """
     parts = iteration_parts(
         s,
         op.b,
@@ -224,11 +247,12 @@ def _bottleneck(s: Setup, op: OperatingPoint, l_in: int, l_out: int, at_kv_cap: 
         mean_context(l_in, l_out),
         l_in,
     )
+    compute_bound = parts.compute_s >= max(parts.memory_s, parts.comm_s)
+    if saturated and not compute_bound:
+        return _CAP_LABELS.get(caps.limited_by, "kv_capacity")
     if parts.comm_s >= max(parts.memory_s, parts.compute_s):
         return "interconnect"
     if parts.memory_s >= parts.compute_s:
-        if at_kv_cap and parts.weights_s >= parts.kv_s:
-            return "kv_capacity"
         return "memory_bandwidth"
     return "compute"
 
@@ -244,6 +268,7 @@ class _Point:
     e2e: float
     latency: LatencyPercentiles | None = None
     reason: str | None = None
+    saturated: bool = False
 
 
 def _at_qps(s: Setup, caps: BatchCaps, l_in: int, l_out: int, qps: float) -> _Point:
@@ -256,11 +281,12 @@ def _at_qps(s: Setup, caps: BatchCaps, l_in: int, l_out: int, qps: float) -> _Po
             f"qps {qps:g} exceeds this replica's capacity of {top.lam:.3g} requests/s "
             f"for {l_in}/{l_out} tokens (running batch capped at {b_max} by {caps.limited_by})"
         )
-        return _Point(top, INF, INF, INF, LatencyPercentiles(*([INF] * 12)), reason)
+        return _Point(top, INF, INF, INF, LatencyPercentiles(*([INF] * 12)), reason, True)
     b = solve_increasing(lambda x: operating_point(s, x, l_in, l_out).lam, qps, 1e-6, float(b_max))
     op = operating_point(s, b, l_in, l_out)
     ttft, tpot = op.ttft, op.tau
-    return _Point(op, ttft, tpot, ttft + n_dec * tpot, latency_percentiles(s, op))
+    full = op.b >= b_max * (1.0 - 1e-6)
+    return _Point(op, ttft, tpot, ttft + n_dec * tpot, latency_percentiles(s, op), saturated=full)
 
 
 def _closed_loop(s: Setup, caps: BatchCaps, l_in: int, l_out: int, concurrency: int) -> _Point:
@@ -277,9 +303,10 @@ def _closed_loop(s: Setup, caps: BatchCaps, l_in: int, l_out: int, concurrency: 
         float(admitted),
     )
     op = operating_point(s, b, l_in, l_out)
+    saturated = concurrency >= caps.b_max
     if concurrency > admitted:
         ttft = concurrency / op.lam - n_dec * op.tau
-    return _Point(op, ttft, op.tau, ttft + n_dec * op.tau)
+    return _Point(op, ttft, op.tau, ttft + n_dec * op.tau, saturated=saturated)
 
 
 def _peak(s: Setup, caps: BatchCaps, l_in: int, l_out: int) -> _Point:
@@ -288,7 +315,7 @@ def _peak(s: Setup, caps: BatchCaps, l_in: int, l_out: int) -> _Point:
     n_dec = effective_output(l_out) - 1
     op = operating_point(s, float(caps.b_max), l_in, l_out)
     ttft, tpot = op.s1 + op.busy * op.residual + s.ttft_oh_s, op.tau
-    return _Point(op, ttft, tpot, ttft + n_dec * tpot)
+    return _Point(op, ttft, tpot, ttft + n_dec * tpot, saturated=True)
 
 
 def estimate_with(
@@ -323,7 +350,6 @@ def estimate_with(
     else:
         pt = _peak(s, caps, l_in, l_out)
     op = pt.op
-    at_cap = op.b >= caps.b_max - 1e-6 and caps.limited_by == "kv_capacity"
     return Estimate(
         fits=True,
         reason=pt.reason,
@@ -336,7 +362,7 @@ def estimate_with(
         e2e_ms=pt.e2e * 1e3,
         output_tokens_per_s=op.lam * l_out,
         requests_per_s=op.lam,
-        bottleneck=_bottleneck(s, op, l_in, l_out, at_cap),
+        bottleneck=_bottleneck(s, op, caps, l_in, l_out, pt.saturated),
         memory=mem,
         latency=pt.latency,
         assumptions=notes + extra,
@@ -351,16 +377,11 @@ def _estimate_cached(
     concurrency: int | None,
     qps: float | None,
 ) -> Estimate:
-    """Memoised :func:`estimate_with` with the public profile and committed constants."""
-    return estimate_with(
-        model,
-        dep,
-        shape,
-        PUBLIC_PROFILES[dep.engine],
-        default_calibration(),
-        concurrency=concurrency,
-        qps=qps,
-    )
+    """Memoised :func:`estimate_with` with the engine's defaults on this card
+    (``engine_limits.card_profile``) and the committed constants."""
+    cal = default_calibration()
+    profile = card_profile(model, dep, PUBLIC_PROFILES[dep.engine], cal)
+    return estimate_with(model, dep, shape, profile, cal, concurrency=concurrency, qps=qps)
 
 
 def estimate(
