@@ -28,7 +28,6 @@ from service.domain.planner.request import (
     OwnedCost,
     PlanConstraints,
     PlanRequest,
-    Pricing,
     WorkloadBucket,
 )
 from service.domain.planner.result import Alternative, Fleet, FleetLine, Plan
@@ -253,7 +252,7 @@ def to_domain(
             exclude_gpus=exclude,
             providers=providers,
             regions=regions,
-            pricing=Pricing(c.pricing),
+            pricing=c.pricing,
             max_cards=tuple(sorted(max_cards.items())),
             allow_mix=c.allow_mix,
             headroom=c.headroom,
@@ -465,7 +464,7 @@ class PlanOut(WireOut, kw_only=True):
         savings = plan.savings_vs_best_single_type
         return cls(
             plan_id=plan_id,
-            status=plan.status.value,
+            status=plan.status,
             catalog_revision=revision,
             prices_as_of=plan.prices_as_of,
             usd_per_hour=_r(fleet.usd_per_hour, 4) if fleet else None,

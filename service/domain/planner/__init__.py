@@ -11,22 +11,22 @@ from service.domain.planner.request import (
     OwnedCost,
     PlanConstraints,
     PlanRequest,
-    Pricing,
     WorkloadBucket,
 )
 from service.domain.planner.result import (
+    PLAN_STATUSES,
     Alternative,
     BucketSummary,
     Fleet,
     FleetLine,
     Plan,
-    PlanStatus,
     Rejection,
     Savings,
 )
 
 __all__ = [
     "HOURS_PER_MONTH",
+    "PLAN_STATUSES",
     "Alternative",
     "BucketSummary",
     "Fleet",
@@ -35,8 +35,6 @@ __all__ = [
     "Plan",
     "PlanConstraints",
     "PlanRequest",
-    "PlanStatus",
-    "Pricing",
     "Rejection",
     "Savings",
     "WorkloadBucket",

@@ -76,7 +76,7 @@ def assemble_fleet(
                 provider=cand.offer.provider,
                 region=cand.offer.region,
                 instance_type=cand.offer.instance_type,
-                pricing=cand.offer.pricing.value,
+                pricing=cand.offer.pricing,
                 tensor_parallel=cand.deployment.tensor_parallel,
                 replicas=replicas,
                 instances=units if cand.offer.cards_per_instance else 0,

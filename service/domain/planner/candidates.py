@@ -46,7 +46,7 @@ def _option_key(offer: Offer, tp: int) -> str:
             f"tp{tp}",
             offer.provider,
             offer.region,
-            offer.pricing.value,
+            offer.pricing,
             offer.instance_type,
         )
     )

@@ -7,7 +7,7 @@ from service.domain.perfmodel import (
     estimate,
 )
 from service.domain.planner.candidates import Candidates
-from service.domain.planner.request import HOURS_PER_MONTH, PlanRequest, Pricing
+from service.domain.planner.request import HOURS_PER_MONTH, PlanRequest
 from service.domain.planner.result import Alternative, Fleet, FleetLine, Rejection, Savings
 from service.domain.solver import (
     FleetProblem,
@@ -223,7 +223,7 @@ def assumptions(
         "A replica's cards sit in one instance and instances are billed whole; a month is "
         f"{HOURS_PER_MONTH:g} hours."
     )
-    if c.pricing is Pricing.OWNED:
+    if c.pricing == "owned":
         o = c.owned
         out.append(
             f"Owned cards: purchase price amortised over {o.amortization_months:g} months plus "

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from service.domain.catalog import GpuSpec, PricePoint, price_kind_for
-from service.domain.planner.request import HOURS_PER_MONTH, OwnedCost, PlanConstraints, Pricing
-from service.domain.vocabulary import PRICING_CHOICES, PriceKindName, one_of
+from service.domain.planner.request import HOURS_PER_MONTH, OwnedCost, PlanConstraints
+from service.domain.vocabulary import PricingChoice
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +31,7 @@ class Offer:
     provider: str
     region: str
     instance_type: str
-    pricing: Pricing
+    pricing: PricingChoice
     usd_per_card_hour: float
     cards_per_instance: int
 
@@ -55,20 +55,16 @@ def owned_card_hour_usd(purchase_usd: float, gpu: GpuSpec, cost: OwnedCost) -> f
     return amortised + power
 
 
-def _kind(pricing: Pricing) -> PriceKindName:
-    return price_kind_for(one_of(PRICING_CHOICES, pricing.value, "pricing"))
-
-
 def offers_for(
     gpu: GpuSpec, prices: Iterable[PricePoint], constraints: PlanConstraints
 ) -> tuple[list[Offer], str | None]:
     """The allowed offers of one GPU, and why there are none when the list is empty."""
-    kind = _kind(constraints.pricing)
+    kind = price_kind_for(constraints.pricing)
     providers = set(constraints.providers) if constraints.providers is not None else None
     regions = set(constraints.regions) if constraints.regions is not None else None
     of_kind = [p for p in prices if p.gpu_id == gpu.id and p.kind == kind]
     if not of_kind:
-        return [], f"no {constraints.pricing.value} price in the catalog"
+        return [], f"no {constraints.pricing} price in the catalog"
     allowed = [
         p
         for p in of_kind
@@ -78,12 +74,12 @@ def offers_for(
     if not allowed:
         where = sorted({p.provider for p in of_kind})
         return [], (
-            f"no {constraints.pricing.value} price for the allowed providers/regions "
+            f"no {constraints.pricing} price for the allowed providers/regions "
             f"(priced at: {', '.join(where)})"
         )
     offers: list[Offer] = []
     for p in allowed:
-        if constraints.pricing is Pricing.OWNED:
+        if constraints.pricing == "owned":
             card_hour = owned_card_hour_usd(p.usd, gpu, constraints.owned)
             if card_hour is None:
                 continue

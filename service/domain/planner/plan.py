@@ -34,7 +34,7 @@ from service.domain.planner.explain import (
     single_type_rejection,
 )
 from service.domain.planner.request import PlanRequest
-from service.domain.planner.result import BucketSummary, Plan, PlanStatus, Rejection, Savings
+from service.domain.planner.result import BucketSummary, Plan, Rejection, Savings, plan_status
 from service.domain.solver import max_qps_within_budget, solve_fleet
 
 
@@ -55,7 +55,7 @@ def plan(
     prices_as_of = request.as_of or _newest_observation(snapshot)
     if not candidates.items:
         return Plan(
-            status=PlanStatus.INFEASIBLE,
+            status="infeasible",
             fleet=None,
             usd_per_million_output_tokens=None,
             alternatives=(),
@@ -105,7 +105,7 @@ def plan(
             if best.fleet.usd_per_hour
             else 0.0,
         )
-    status = PlanStatus(solution.status.value)
+    status = plan_status(solution.status.value)
     return Plan(
         status=status,
         fleet=fleet,

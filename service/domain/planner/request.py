@@ -7,24 +7,14 @@ with its replica count.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from service.domain.llm import ResolvedModel
 from service.domain.perfmodel import Engine, KvPrecision, Precision, Slo
+from service.domain.vocabulary import PricingChoice
 
 HOURS_PER_MONTH = 730.0
-
-
-class Pricing(enum.StrEnum):
-    """How the fleet is paid for. ``owned`` amortises purchase prices and adds power."""
-
-    ON_DEMAND = "on_demand"
-    SPOT = "spot"
-    RESERVED_1Y = "reserved_1y"
-    RESERVED_3Y = "reserved_3y"
-    OWNED = "owned"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,13 +44,14 @@ class WorkloadBucket:
 
 @dataclass(frozen=True, slots=True)
 class PlanConstraints:
-    """What the fleet may use. GPU ids are resolved catalog ids; ``None`` means "any"."""
+    """What the fleet may use. GPU ids are resolved catalog ids; ``None`` means "any".
+    ``pricing = "owned"`` amortises purchase prices and adds power (``owned``)."""
 
     gpus: tuple[str, ...] | None = None
     exclude_gpus: tuple[str, ...] = ()
     providers: tuple[str, ...] | None = None
     regions: tuple[str, ...] | None = None
-    pricing: Pricing = Pricing.ON_DEMAND
+    pricing: PricingChoice = "on_demand"
     max_cards: tuple[tuple[str, int], ...] = ()
     allow_mix: bool = True
     headroom: float = 0.0

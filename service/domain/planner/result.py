@@ -8,18 +8,22 @@ with its replica count.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from datetime import datetime
+from typing import get_args
 
 from service.domain.planner.request import HOURS_PER_MONTH
+from service.domain.vocabulary import PlanStatusName
+
+PLAN_STATUSES: tuple[PlanStatusName, ...] = get_args(PlanStatusName)
 
 
-class PlanStatus(enum.StrEnum):
-    OPTIMAL = "optimal"
-    OVER_BUDGET = "over_budget"
-    INFEASIBLE = "infeasible"
-    TIME_LIMIT = "time_limit"
+def plan_status(name: str) -> PlanStatusName:
+    """``name`` as a plan status (the solver's statuses are spelt the same)."""
+    for status in PLAN_STATUSES:
+        if status == name:
+            return status
+    raise ValueError(f"unknown plan status {name!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +110,7 @@ class BucketSummary:
 class Plan:
     """The planner's answer. ``fleet`` is ``None`` only when the status is ``infeasible``."""
 
-    status: PlanStatus
+    status: PlanStatusName
     fleet: Fleet | None
     usd_per_million_output_tokens: float | None
     alternatives: tuple[Alternative, ...]
