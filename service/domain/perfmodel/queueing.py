@@ -26,18 +26,31 @@ TPOT and E2E percentiles there.
   ``TPOT_q = tau + z_q (tau1 - tau0) sqrt(f (1 - f) / (L_out - 1))``.
 * E2E = TTFT + (L_out - 1) TPOT; its percentile adds the two excesses over their means in
   quadrature (independent tails).
-* Closed loops (:func:`prompt_waves`): ``N`` clients with identical lengths that start together
-  (``vllm bench serve --max-concurrency N``) send their prompts at once, and each client's next
-  request follows its previous one, so the clients stay in step and every cycle's ``N`` prompts
-  arrive together. The engine admits them in waves of what its per-iteration token budget
-  ``T`` (``max_num_batched_tokens``/``max_num_tokens``) holds: with chunked prefill the prompt
+* Closed loops (:func:`prompt_waves`, :func:`closed_loop_ttft`): ``N`` clients with identical
+  lengths that start together (``vllm bench serve --max-concurrency N``) send their prompts at
+  once. The engine admits them in waves of what its per-iteration token budget ``T``
+  (``max_num_batched_tokens``/``max_num_tokens``) holds: with chunked prefill the prompt
   tokens fill iterations of ``T_p`` tokens back to back (prompt ``i`` completes in iteration
   ``ceil(i L_in / T_p)``), without it whole prompts, ``floor(T_p / L_in)`` (at least one) per
   iteration. ``T_p = T`` when all prompts fit one iteration, else ``T - min(N, T) / 2``: the
   sequences admitted in earlier waves decode meanwhile and take one token of the budget each
   (``N / 2`` of them on average). A prompt's TTFT is the time to the end of the iteration that
   completes it, plus request handling: about ``(k + 1) / 2`` wave iterations on average for
-  ``k = ceil(N L_in / T_p)`` waves, so TTFT grows with ``N`` once ``N L_in > T``.
+  ``k = ceil(N L_in / T_p)`` waves, so this first cycle's TTFT grows with ``N`` once
+  ``N L_in > T``.
+
+  Each client sends its next request when its previous one finishes, so the clients stay
+  grouped in the same waves. With one wave (``N L_in <= T``) all finish together and every
+  cycle repeats the first. With ``k > 1`` waves, wave ``j`` finishes ``j`` iterations after
+  wave 1 and returns then, so the waves rotate: each cycle a wave is admitted in the
+  iteration(s) after it returns, behind the iteration in flight (the residual of the steady
+  state at the decoding batch ``B``), in ``ceil(L_in / T_p)`` iterations of one wave of prompt
+  tokens. Measured closed loops show this steady state: NIM 1.8 (TensorRT-LLM) serving a 70B
+  model on 2 x H100 with 5000/500 tokens keeps TTFT at 0.4-0.8 s from 1 to 50 clients
+  (``service/data/calibration.csv``), where waves re-formed every cycle would reach ~6 s at 50.
+  A benchmark run of ``P`` requests (``vllm bench serve`` sends ``--num-prompts``, 1000 by
+  default: :data:`BENCH_NUM_PROMPTS`) averages the first cycle's ``min(N, P)`` requests and
+  the ``P - N`` steady ones.
 
 One-token outputs are modelled as two-token requests (:func:`effective_output`). Seconds and
 requests/s inside this module; :func:`latency_percentiles` converts to ms. Pure: no I/O.
@@ -52,7 +65,7 @@ from functools import lru_cache
 from statistics import NormalDist
 
 from service.domain.perfmodel.coefficients import Setup
-from service.domain.perfmodel.iteration import iteration_mix, iteration_time
+from service.domain.perfmodel.iteration import iteration_mix, iteration_time, mean_context
 from service.domain.perfmodel.memory import token_budget
 from service.domain.perfmodel.values import LatencyPercentiles
 
@@ -136,9 +149,14 @@ class Waves:
     tau_full: float
     tau_last: float
     ttft: float
+    per_iter: float = 0.0
+    chunks: int = 1
 
 
 _EXACT_WAVES = 64  # up to this many waves the completion indices are summed exactly
+# Requests in a benchmark run: ``vllm bench serve --num-prompts`` defaults to 1000
+# (vllm ``benchmarks/benchmark_serving.py``).
+BENCH_NUM_PROMPTS = 1000
 
 
 def prompt_waves(s: Setup, n: int, l_in: int, l_out: int) -> Waves:
@@ -149,7 +167,7 @@ def prompt_waves(s: Setup, n: int, l_in: int, l_out: int) -> Waves:
     tokens = float(n * l_in)
     if tokens <= budget or (not s.chunked and n == 1):
         tau = iteration_time(s, 0.0, tokens, float(l_in), float(l_in))
-        return Waves(1, 1.0, tau, tau, tau + s.ttft_oh_s)
+        return Waves(1, 1.0, tau, tau, tau + s.ttft_oh_s, tokens, 1)
     per_iter = budget - 0.5 * min(float(n), budget)
     if s.chunked:
         # N_j = prompts complete after j full iterations; sum_i c_i = k n - sum_{j<k} N_j
@@ -174,7 +192,37 @@ def prompt_waves(s: Setup, n: int, l_in: int, l_out: int) -> Waves:
     tau_last = iteration_time(s, float(before_last), last_tokens, ctx, ctx)
     share_last = (n - before_last) / n
     ttft = tau_full * mean_iter - share_last * (tau_full - tau_last) + s.ttft_oh_s
-    return Waves(k, mean_iter, tau_full, tau_last, ttft)
+    chunks = math.ceil(l_in / per_iter - 1e-9) if s.chunked else 1
+    return Waves(k, mean_iter, tau_full, tau_last, ttft, per_iter, max(chunks, 1))
+
+
+def rotating_ttft(s: Setup, w: Waves, n: int, b: float, l_in: int, l_out: int) -> float:
+    """Steady-cycle TTFT (seconds) of ``n`` clients whose first cycle admitted ``w``, with
+    ``b`` sequences decoding. One client, or one wave, does not rotate: every cycle repeats
+    the first. Otherwise a returning wave waits for the iteration in flight (the residual of
+    the steady state at ``b``), then is admitted beside the decoding batch: one iteration of
+    ``w.per_iter`` prompt tokens, or for a prompt longer than that its chunks (full ones, then
+    the remainder); then request handling."""
+    if n <= 1 or w.k == 1:
+        return w.ttft
+    lo = effective_output(l_out)
+    c = mean_context(l_in, lo)
+    mix = iteration_mix(s, b, l_in, lo)
+    if w.chunks > 1:
+        rest = max(l_in - (w.chunks - 1) * w.per_iter, 1.0)
+        own = (w.chunks - 1) * iteration_time(s, b, w.per_iter, c, l_in) + iteration_time(
+            s, b, rest, c, l_in
+        )
+    else:
+        own = iteration_time(s, b, w.per_iter, c, l_in)
+    return -math.expm1(-b) * mix.residual + own + s.ttft_oh_s
+
+
+def closed_loop_ttft(w: Waves, steady: float, n: int) -> float:
+    """Mean TTFT (seconds) over a benchmark run of :data:`BENCH_NUM_PROMPTS` requests from
+    ``n`` clients: the first cycle's ``min(n, P)`` in waves, the rest in the steady cycle."""
+    first = min(n, BENCH_NUM_PROMPTS)
+    return (first * w.ttft + (BENCH_NUM_PROMPTS - first) * steady) / BENCH_NUM_PROMPTS
 
 
 def residual_q(op: OperatingPoint, q: float) -> float:
@@ -198,9 +246,11 @@ def ttft_q(s: Setup, op: OperatingPoint, q: float) -> float:
 
 def tpot_q(op: OperatingPoint, q: float) -> float:
     """TPOT percentile ``q`` (0-1), seconds: normal approximation of the Binomial count of
-    prompt-carrying iterations in a request's decode (never below ``tau0``)."""
+    prompt-carrying iterations in a request's decode, within ``[tau0, tau1]`` (no iteration
+    or every iteration carrying prompts; the clamp also keeps the approximation monotone in
+    the share ``f`` near ``f = 1``)."""
     spread = (op.tau1 - op.tau0) * math.sqrt(op.f * (1.0 - op.f) / op.n_dec)
-    return max(op.tau + _z(q) * spread, op.tau0)
+    return min(max(op.tau + _z(q) * spread, op.tau0), max(op.tau1, op.tau))
 
 
 def e2e_q(s: Setup, op: OperatingPoint, q: float) -> float:

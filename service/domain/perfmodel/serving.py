@@ -21,19 +21,19 @@ Serving under load (continuous batching, one replica):
   without bound, so use ``qps`` for latency under load.
 * ``concurrency=C``: a closed loop of ``C`` clients with identical lengths each sending its
   next request when the last finishes, started together (``vllm bench serve
-  --max-concurrency C``). The clients stay in step, so each cycle's prompts arrive together
-  and are admitted in waves of the engine's token budget (``queueing.prompt_waves``): TTFT is
-  the mean wave completion time plus request handling, and grows with ``C`` once
-  ``C L_in`` exceeds the budget. The ``B`` sequences decoding at a time follow from Little's
-  law on the loop, ``C = B + lambda(B) TTFT``; TPOT and ``lambda`` are those of the steady
-  state at ``B``. Above the batch cap the excess clients wait for admission and TTFT follows
-  from Little's law on the whole loop (continuous at the cap).
+  --max-concurrency C``). The first cycle's prompts arrive together and are admitted in waves
+  of the engine's token budget (``queueing.prompt_waves``); the clients stay grouped in those
+  waves, which then rotate (``queueing.rotating_ttft``); TTFT is the mean over a benchmark
+  run of both (``queueing.closed_loop_ttft``) and grows with ``C``. The ``B`` sequences
+  decoding at a time follow from Little's law on the loop, ``C = B + lambda(B) TTFT``; TPOT
+  and ``lambda`` are those of the steady state at ``B``. Above the batch cap the excess
+  clients wait for admission and TTFT follows from Little's law on the whole loop
+  (continuous at the cap).
 
 * ``bottleneck``: at saturation the limit that caps the running batch (``kv_capacity``,
   ``batch_limit`` for the engine's ``max_num_seqs``/``max_batch_size``/``max_running_requests``,
-  ``token_budget``) unless the iteration is compute-bound there; otherwise the resource with
-  the largest share of an iteration. The engine's limits are its defaults on the card
-  (``engine_limits``).
+  ``token_budget``); below it the resource with the largest share of an iteration. The
+  engine's limits are its defaults on the card (``engine_limits``).
 
 One-token outputs are modelled as two-token requests (one decode step; slightly conservative).
 """
@@ -66,10 +66,12 @@ from service.domain.perfmodel.memory import (
 )
 from service.domain.perfmodel.queueing import (
     OperatingPoint,
+    closed_loop_ttft,
     effective_output,
     latency_percentiles,
     operating_point,
     prompt_waves,
+    rotating_ttft,
     solve_increasing,
 )
 from service.domain.perfmodel.values import (
@@ -232,14 +234,16 @@ _CAP_LABELS: dict[str, Bottleneck] = {
 def _bottleneck(
     s: Setup, op: OperatingPoint, caps: BatchCaps, l_in: int, l_out: int, saturated: bool
 ) -> Bottleneck:
-    """The binding resource or limit at an operating point (``iteration.iteration_parts``).
+    """The binding limit or resource at an operating point.
 
     At saturation (the running batch at its cap: the peak point, or more clients or load than
-    the cap admits) the limit that caps the batch binds (``kv_capacity``, ``batch_limit``,
-    ``token_budget``) unless the iteration there is compute-bound: then a larger batch would
-    not go faster and ``compute`` binds. Below saturation the resource with the largest share
-    of the iteration: ``interconnect``, ``memory_bandwidth`` or ``compute``.
+    the cap admits) the limit that caps the batch (``kv_capacity``, ``batch_limit``,
+    ``token_budget``): throughput grows no further without raising it or adding replicas.
+    Below saturation the resource with the largest share of an iteration
+    (``iteration.iteration_parts``): ``interconnect``, ``memory_bandwidth`` or ``compute``.
     """
+    if saturated:
+        return _CAP_LABELS.get(caps.limited_by, "kv_capacity")
     parts = iteration_parts(
         s,
         op.b,
@@ -247,9 +251,6 @@ def _bottleneck(
         mean_context(l_in, l_out),
         l_in,
     )
-    compute_bound = parts.compute_s >= max(parts.memory_s, parts.comm_s)
-    if saturated and not compute_bound:
-        return _CAP_LABELS.get(caps.limited_by, "kv_capacity")
     if parts.comm_s >= max(parts.memory_s, parts.compute_s):
         return "interconnect"
     if parts.memory_s >= parts.compute_s:
@@ -290,19 +291,24 @@ def _at_qps(s: Setup, caps: BatchCaps, l_in: int, l_out: int, qps: float) -> _Po
 
 
 def _closed_loop(s: Setup, caps: BatchCaps, l_in: int, l_out: int, concurrency: int) -> _Point:
-    """``concurrency`` clients in step: waves of prompts (``queueing.prompt_waves``), then
-    ``C = B + lambda(B) TTFT`` for the decoding batch; above the cap Little's law."""
+    """``concurrency`` clients started together: the first cycle admitted in waves, later
+    cycles with the waves rotating (``queueing.closed_loop_ttft``); the decoding batch from
+    ``C = B + lambda(B) TTFT(B)``; above the cap Little's law on the whole loop."""
     n_dec = effective_output(l_out) - 1
     admitted = min(concurrency, max(caps.b_max, 1))
     waves = prompt_waves(s, admitted, l_in, l_out)
-    ttft = waves.ttft
+
+    def ttft_at(b: float) -> float:
+        return closed_loop_ttft(waves, rotating_ttft(s, waves, admitted, b, l_in, l_out), admitted)
+
     b = solve_increasing(
-        lambda x: x + operating_point(s, x, l_in, l_out).lam * ttft,
+        lambda x: x + operating_point(s, x, l_in, l_out).lam * ttft_at(x),
         float(admitted),
         1e-6,
         float(admitted),
     )
     op = operating_point(s, b, l_in, l_out)
+    ttft = ttft_at(b)
     saturated = concurrency >= caps.b_max
     if concurrency > admitted:
         ttft = concurrency / op.lam - n_dec * op.tau

@@ -17,9 +17,12 @@ def dep(gpu: str, tp: int = 1, prec: str = "bf16", engine: str = "vllm", **kw: b
     return Deployment(GPUS[gpu], tp, prec, kv, engine, **kw)  # type: ignore[arg-type]
 
 
-def scaled(cal: Calibration, engine: float = 1.0, **factors: float) -> Calibration:
-    """``cal`` with top-level constants multiplied by ``factors`` and every engine build's
-    overheads (per step, per layer, per sequence, request handling) multiplied by ``engine``."""
+def scaled(
+    cal: Calibration, engine: float = 1.0, handling: float = 1.0, **factors: float
+) -> Calibration:
+    """``cal`` with top-level constants multiplied by ``factors``, every engine build's
+    iteration overheads (per step, per layer, per sequence) by ``engine`` and its request
+    handling (``ttft_overhead_ms``) by ``handling``."""
     engines = tuple(
         (
             name,
@@ -28,7 +31,7 @@ def scaled(cal: Calibration, engine: float = 1.0, **factors: float) -> Calibrati
                 step_overhead_ms=c.step_overhead_ms * engine,
                 layer_overhead_us=c.layer_overhead_us * engine,
                 seq_overhead_us=c.seq_overhead_us * engine,
-                ttft_overhead_ms=c.ttft_overhead_ms * engine,
+                ttft_overhead_ms=c.ttft_overhead_ms * handling,
             ),
         )
         for name, c in cal.engines
@@ -42,9 +45,9 @@ def perturbed() -> list[Calibration]:
     cal = default_calibration()
     return [
         cal,
-        scaled(cal, engine=0.1),
-        scaled(cal, engine=3.0),
-        scaled(cal, engine=10.0, closed_loop_ca2=0.3),
+        scaled(cal, engine=0.1, handling=0.1),
+        scaled(cal, handling=3.0),
+        scaled(cal, engine=0.5, handling=30.0),
         scaled(cal, nvlink_latency_us=0.2, pcie_latency_us=0.3, nvlink_bw_eff=1.2),
         scaled(cal, nvlink_latency_us=2.5, pcie_latency_us=2.0, nvlink_bw_eff=0.6),
         scaled(cal, kv_read_eff=0.8, attn_eff=0.8, act_scale=0.7),

@@ -46,7 +46,6 @@ def test_tp8_decodes_a_70b_model_faster_than_tp4_on_nvswitch(
     tp8 = estimate(M70, dep(gpu, 8, prec, engine), SHAPE, concurrency=1)
     assert tp4.fits and tp8.fits
     assert tp8.tpot_ms <= tp4.tpot_ms
-    assert tp8.bottleneck != "interconnect"
 
 
 @pytest.mark.parametrize("cal", CALS, ids=range(len(CALS)))
@@ -85,12 +84,14 @@ def test_allreduce_time_falls_with_link_bandwidth(gpu: str) -> None:
 def test_switched_latency_is_microseconds_and_flat_in_group_size(
     cal: Calibration, gpu: str
 ) -> None:
-    """A decode-sized all-reduce on a switched domain costs a few microseconds at any group
-    size: one or two synchronised steps, not 2 (t - 1) ring hops."""
+    """A decode-sized all-reduce on a switched domain costs one synchronised step of the link
+    (microseconds) at any group size, not 2 (t - 1) ring hops."""
     assert link_plan(GPUS[gpu], 8, False).topology == "switched"
+    step = cal.nvlink_latency_us * 1e-6
     small = [allreduce_seconds(algos(gpu, t, cal), DECODE_MESSAGE) for t in (2, 4, 8)]
-    assert all(s < 40e-6 for s in small)
+    assert all(step <= s < 1.5 * step + 2e-6 for s in small)
     assert max(small) < 1.5 * min(small)
+    assert step < 100e-6
 
 
 @pytest.mark.parametrize("cal", CALS, ids=range(len(CALS)))

@@ -24,7 +24,7 @@ CALS = perturbed()
 
 
 @pytest.mark.parametrize("gpu", ["h100-sxm", "h200-sxm"])
-@pytest.mark.parametrize("engine", ["trtllm", "vllm", "sglang"])
+@pytest.mark.parametrize("engine", ["trtllm", "vllm"])
 def test_batch_one_ttft_of_a_short_prompt_is_milliseconds(gpu: str, engine: str) -> None:
     d = dep(gpu, engine=engine)
     alone = estimate(M, d, SHORT, concurrency=1)

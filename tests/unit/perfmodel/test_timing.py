@@ -151,17 +151,20 @@ def test_peak_point_is_at_the_cap_and_names_a_bottleneck() -> None:
     )
     assert est.concurrency == est.max_concurrency
     assert est.bottleneck == "kv_capacity"
-    pre = estimate(
-        PRESETS["llama-3.1-8b"],
-        dep("h100-sxm", 1, "fp8", "fp8", engine="trtllm"),
-        RequestShape(4000, 16),
+    pre_dep = dep("h100-sxm", 1, "fp8", "fp8", engine="trtllm")
+    pre = estimate(PRESETS["llama-3.1-8b"], pre_dep, RequestShape(4000, 16))
+    # prompts of 4000 tokens for 16 out: the per-iteration token budget caps the batch ...
+    assert pre.bottleneck == "token_budget"
+    # ... and a 4000-token prefill iteration is compute-bound (4000 FLOP per weight byte)
+    s = build_setup(
+        PRESETS["llama-3.1-8b"], pre_dep, PUBLIC_PROFILES["trtllm"], ideal_calibration()
     )
-    assert pre.bottleneck == "compute"
+    prefill = iteration_parts(s, 0.0, 4000.0, 0.0, 4000.0)
+    assert prefill.compute_s > 3 * prefill.memory_s
     pcie_dep = dep("l40s", 8, "fp8", "fp8", allow_pcie_tensor_parallel=True)
     one = estimate(PRESETS["llama-3.1-70b"], pcie_dep, RequestShape(128, 128), concurrency=1)
     assert one.bottleneck == "interconnect"
-    # at the peak the PCIe ring latency still dominates an iteration, so the engine's cap on
-    # running sequences (vLLM's 256 on a 48 GB card) is what holds throughput down
+    # at the peak the engine's cap on running sequences (vLLM's 256 on a 48 GB card) binds
     pcie = estimate(PRESETS["llama-3.1-70b"], pcie_dep, RequestShape(128, 128))
     assert pcie.max_concurrency == 256
     assert pcie.bottleneck == "batch_limit"
