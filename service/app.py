@@ -31,7 +31,6 @@ from service.api.controllers.plans import PlansController
 from service.api.errors import EXCEPTION_HANDLERS
 from service.api.openapi_docs import ExactStructSchemaPlugin
 from service.api.ratelimit import WindowLimiter
-from service.api.schemas.plans import CanonicalMemo
 from service.cache.base import PlanCache
 from service.cache.memory import MemoryPlanCache
 from service.cache.redis import RedisPlanCache
@@ -44,7 +43,7 @@ from service.store.repositories import CatalogRepository
 from service.usecases.catalog import CatalogService
 from service.usecases.catalog_state import CatalogState
 from service.usecases.estimating import EstimatingService
-from service.usecases.planning import PlanningService
+from service.usecases.planning import LOCAL_ENTRIES, PlanningService
 from service.usecases.solver_pool import SolverPool
 
 log = logging.getLogger("gpuplan.app")
@@ -117,10 +116,9 @@ async def metrics_endpoint(
     if state.loaded_revision is not None:
         metrics.catalog_revision.set(state.loaded_revision)
     metrics.catalog_stale.set(0 if state.database_ok else 1)
-    local = planning.local_cache
-    if isinstance(local, MemoryPlanCache):
-        metrics.plan_cache_entries.set(len(local))
-        metrics.plan_cache_bytes.set(local.size_bytes)
+    entries, size_bytes = planning.held_in_process()
+    metrics.plan_cache_entries.set(entries)
+    metrics.plan_cache_bytes.set(size_bytes)
     return Response(metrics.render(), media_type=CONTENT_TYPE)
 
 
@@ -177,7 +175,7 @@ def create_app(
                 metrics,
                 ttl_s=settings.plan_cache_ttl_s,
                 time_limit_s=settings.solve_time_limit_s,
-                local=_local_tier(settings, cache),
+                local_entries=min(settings.plan_cache_max_entries, LOCAL_ENTRIES),
             )
             app.state.services = Services(
                 settings=settings,
@@ -242,7 +240,6 @@ def create_app(
         state=State(
             {
                 "admin_keys": AdminKeys(settings.admin_keys),
-                "canonical_memo": CanonicalMemo(),
                 "write_limiter": (
                     WindowLimiter(settings.write_rate_limit_per_minute)
                     if settings.write_rate_limit_per_minute > 0
@@ -288,15 +285,6 @@ def openapi_config() -> OpenAPIConfig:
             }
         ),
         use_handler_docstrings=True,
-    )
-
-
-def _local_tier(settings: Settings, cache: PlanCache) -> PlanCache | None:
-    """An in-process LRU in front of a shared cache (none when the cache is already local)."""
-    if cache.backend == "memory":
-        return None
-    return MemoryPlanCache(
-        max_entries=min(settings.plan_cache_max_entries, 1024), max_bytes=32 * 1024 * 1024
     )
 
 

@@ -1,6 +1,8 @@
 """``gpuplan plan`` and ``gpuplan estimate``: the service's planning code, run locally against
 the configured catalog (the embedded SQLite default needs no server), printed as the text table
-or JSON. Inputs go through the same wire types as the HTTP API, so limits and errors match."""
+or JSON. ``gpuplan plan`` goes through the same planning use case as the HTTP API, and its
+options are made from the same table as ``GET /v1/plan``'s query parameters
+(``service.api.schemas.plan_fields``), so limits, defaults and errors match."""
 
 from __future__ import annotations
 
@@ -8,26 +10,34 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, get_args, get_origin
 
 import click
 import msgspec
 
 from service.api.render import plan_flat, plan_text
 from service.api.schemas.estimate import EstimateIn, EstimateOut
-from service.api.schemas.plans import PlanOut, PlanRequestIn, to_domain
+from service.api.schemas.flat import NO_DEFAULT, FlatField, body_from_data, field_type
+from service.api.schemas.plan_fields import PLAN_FIELDS, plan_flat_name, plan_request_from_flat
+from service.api.schemas.plan_request import PlanRequestIn
+from service.api.schemas.plan_response import PlanOut
+from service.cache.memory import MemoryPlanCache
 from service.cli_common import error_text, fail, run
 from service.domain.errors import DomainError
 from service.domain.perfmodel import ENGINES, KV_PRECISIONS, PRECISIONS
-from service.domain.planner import plan as solve_plan
+from service.domain.planner import PlanDraft, SolvedPlan
 from service.settings import Settings
 from service.usecases.catalog_io import open_repository
+from service.usecases.catalog_state import CatalogState
+from service.usecases.errors import ServiceUnavailable
 from service.usecases.estimating import EstimatingService
-from service.usecases.planning import plan_id_for
+from service.usecases.planning import PlanningService, SilentMetrics
+from service.usecases.solver_pool import SolverPool
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 _encoder = msgspec.json.Encoder()
+_CLI_NAMES = {f.name for f in PLAN_FIELDS}
 
 
 def _convert(raw: dict[str, Any], cls: type[T]) -> T:
@@ -37,52 +47,90 @@ def _convert(raw: dict[str, Any], cls: type[T]) -> T:
         fail(f"invalid request: {exc}", 2)
 
 
-def _names(value: str | None) -> list[str] | None:
-    return [x.strip() for x in value.split(",") if x.strip()] if value else None
-
-
-def _mix(items: tuple[str, ...]) -> list[dict[str, Any]] | None:
-    if not items:
-        return None
-    out = []
-    for item in items:
-        try:
-            share, prompt, output = item.split(":")
-            out.append(
-                {"share": float(share), "prompt_tokens": int(prompt), "output_tokens": int(output)}
-            )
-        except ValueError:
-            fail(f"--mix {item!r}: expected SHARE:PROMPT_TOKENS:OUTPUT_TOKENS, e.g. 0.7:512:200", 2)
-    return out
-
-
-def _max_cards(items: tuple[str, ...]) -> dict[str, int]:
-    caps = {}
-    for item in items:
-        gpu, _, cards = item.partition("=")
-        if not cards.isdigit():
-            fail(f"--max-cards {item!r}: expected GPU=CARDS, e.g. h100=16", 2)
-        caps[gpu] = int(cards)
-    return caps
-
-
 def _drop_none(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _drop_none(v) for k, v in value.items() if v is not None}
     return value
 
 
-async def _plan(settings: Settings, body: PlanRequestIn) -> PlanOut:
+def _option_name(field: FlatField, name: str | None = None) -> str:
+    return "--" + (name or field.name).replace("_", "-")
+
+
+def _plan_option(field: FlatField) -> Callable[[F], F]:
+    """The ``gpuplan plan`` option of one flat field (typed and defaulted as the body is)."""
+    flag = _option_name(field)
+    if field.shape in ("mix", "caps"):
+        metavar = "SHARE:PROMPT:OUTPUT" if field.shape == "mix" else "GPU=CARDS"
+        return click.option(flag, field.name, multiple=True, metavar=metavar, help=field.help)
+    if field.shape == "names":
+        return click.option(flag, field.name, help=field.help)
+    spec = field_type(PlanRequestIn, field)
+    if spec.base is bool:
+        off = _option_name(field, field.cli_off or f"no_{field.name}")
+        return click.option(
+            f"{flag}/{off}", field.name, default=spec.default, show_default=True, help=field.help
+        )
+    kind: click.ParamType[Any, Any] = click.STRING
+    if get_origin(spec.base) is Literal:
+        kind = click.Choice([str(v) for v in get_args(spec.base)])
+    elif spec.base in (int, float):
+        kind = click.INT if spec.base is int else click.FLOAT
+    shown = spec.default not in (None, NO_DEFAULT)
+    return click.option(
+        flag,
+        field.name,
+        type=kind,
+        default=None,
+        show_default=str(spec.default) if shown else False,
+        help=field.help,
+    )
+
+
+def plan_options(command: F) -> F:
+    """Every field of ``PLAN_FIELDS`` as an option, in table order."""
+    for field in reversed(PLAN_FIELDS):
+        command = _plan_option(field)(command)
+    return command
+
+
+def _where(path: str | None) -> str:
+    """An error's field as the option that holds it (a body path when no option does)."""
+    name = plan_flat_name(path, query=False)
+    if name in _CLI_NAMES:
+        return _option_name(next(f for f in PLAN_FIELDS if f.name == name))
+    return name or ""
+
+
+async def _solve(settings: Settings, draft: PlanDraft) -> SolvedPlan:
+    """The plan through the planning use case, with an in-process cache and one solver."""
     async with open_repository(settings) as repo:
-        snapshot = await (repo.snapshot(body.as_of) if body.as_of else repo.snapshot())
-    request, canonical, canonical_bytes = to_domain(
-        body, snapshot, time_limit_s=settings.solve_time_limit_s
-    )
-    result = solve_plan(request, snapshot)
-    plan_id = plan_id_for(canonical_bytes, snapshot.revision)
-    return PlanOut.from_domain(
-        result, plan_id=plan_id, revision=snapshot.revision, request=canonical
-    )
+        state = CatalogState(repo, timeout_s=settings.database_timeout_s)
+        metrics = SilentMetrics()
+        planning = PlanningService(
+            state,
+            MemoryPlanCache(max_entries=16),
+            SolverPool(1, 0, metrics),
+            metrics,
+            ttl_s=settings.plan_cache_ttl_s,
+            time_limit_s=settings.solve_time_limit_s,
+        )
+        try:
+            outcome = await planning.solve(draft)
+        finally:
+            await planning.close()
+    if outcome.solved is None:  # only when a caller says it holds the plan: never here
+        fail("no plan was solved", 1)
+    return outcome.solved
+
+
+def _read_body(request_file: str) -> PlanRequestIn:
+    text = sys.stdin.read() if request_file == "-" else Path(request_file).read_text()
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        fail(f"--request is not JSON: {exc}", 2)
+    return body_from_data(PlanRequestIn, raw)
 
 
 def serving_options(command: F) -> F:
@@ -115,40 +163,7 @@ def register(main: click.Group, settings_loader: Any) -> None:
         type=click.Path(dir_okay=False, allow_dash=True),
         help="A full POST /v1/plans JSON body (file, or - for stdin); other options are ignored.",
     )
-    @click.option("--model", help="Preset id or alias, e.g. llama-3.1-70b.")
-    @click.option("--qps", type=float, help="Total requests per second.")
-    @click.option("--prompt-tokens", type=int)
-    @click.option("--output-tokens", type=int)
-    @click.option(
-        "--mix",
-        multiple=True,
-        metavar="SHARE:PROMPT:OUTPUT",
-        help="A request shape and its share (repeat; shares sum to 1).",
-    )
-    @click.option("--ttft-ms", type=float)
-    @click.option("--tpot-ms", type=float)
-    @click.option("--e2e-ms", type=float)
-    @click.option("--percentile", type=float, default=95.0, show_default=True)
-    @click.option("--budget-usd-per-hour", type=float)
-    @click.option("--budget-usd-per-month", type=float)
-    @click.option("--gpus", help="Comma-separated ids or aliases allowed.")
-    @click.option("--exclude-gpus", help="Comma-separated ids or aliases to leave out.")
-    @click.option("--providers", help="Comma-separated providers allowed, e.g. aws,lambda.")
-    @click.option("--regions", help="Comma-separated regions allowed.")
-    @click.option(
-        "--pricing",
-        type=click.Choice(["on_demand", "spot", "reserved_1y", "reserved_3y", "owned"]),
-        default="on_demand",
-        show_default=True,
-    )
-    @click.option(
-        "--max-cards", multiple=True, metavar="GPU=CARDS", help="Availability cap (repeat)."
-    )
-    @serving_options
-    @click.option("--headroom", type=float, default=0.0, show_default=True)
-    @click.option("--min-replicas", type=int, default=1, show_default=True)
-    @click.option("--single-type", is_flag=True, help="Use one GPU type only (allow_mix=false).")
-    @click.option("--as-of", help="Plan with the prices known at this ISO 8601 moment.")
+    @plan_options
     @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
     @click.option("--flat", is_flag=True, help="Print the flat string map (Terraform external).")
     def plan(request_file: str | None, as_json: bool, flat: bool, **options: Any) -> None:
@@ -163,60 +178,20 @@ def register(main: click.Group, settings_loader: Any) -> None:
           gpuplan plan --request body.json
         """
         settings = settings_loader()
-        if request_file is not None:
-            text = sys.stdin.read() if request_file == "-" else Path(request_file).read_text()
-            try:
-                raw = json.loads(text)
-            except json.JSONDecodeError as exc:
-                fail(f"--request is not JSON: {exc}", 2)
-        else:
-            o = options
-            if not o["model"] or o["qps"] is None:
-                fail("--model and --qps are required (or give --request FILE)", 2)
-            budget = None
-            if o["budget_usd_per_hour"] or o["budget_usd_per_month"]:
-                budget = {
-                    "usd_per_hour": o["budget_usd_per_hour"],
-                    "usd_per_month": o["budget_usd_per_month"],
-                }
-            raw = _drop_none(
-                {
-                    "model": o["model"],
-                    "precision": o["precision"],
-                    "kv_cache_precision": o["kv_cache_precision"],
-                    "engine": o["engine"],
-                    "workload": {
-                        "qps": o["qps"],
-                        "prompt_tokens": o["prompt_tokens"],
-                        "output_tokens": o["output_tokens"],
-                        "mix": _mix(o["mix"]),
-                    },
-                    "slo": {
-                        "ttft_ms": o["ttft_ms"],
-                        "tpot_ms": o["tpot_ms"],
-                        "e2e_ms": o["e2e_ms"],
-                        "percentile": o["percentile"],
-                    },
-                    "budget": budget,
-                    "constraints": {
-                        "gpus": _names(o["gpus"]),
-                        "exclude_gpus": _names(o["exclude_gpus"]) or [],
-                        "providers": _names(o["providers"]),
-                        "regions": _names(o["regions"]),
-                        "pricing": o["pricing"],
-                        "max_cards": _max_cards(o["max_cards"]),
-                        "allow_mix": not o["single_type"],
-                        "headroom": o["headroom"],
-                        "min_replicas": o["min_replicas"],
-                    },
-                    "as_of": o["as_of"],
-                }
-            )
-        body = _convert(raw, PlanRequestIn)
+        if request_file is None and (not options["model"] or options["qps"] is None):
+            fail("--model and --qps are required (or give --request FILE)", 2)
         try:
-            out = run(_plan(settings, body))
+            if request_file is not None:
+                body = _read_body(request_file)
+            else:
+                body = plan_request_from_flat(options)
+            solved = run(_solve(settings, body.to_draft()))
         except DomainError as exc:
-            fail(error_text(exc), 2)
+            where = exc.field if request_file is not None else _where(exc.field)
+            fail(exc.message + (f" ({where})" if where else ""), 2)
+        except ServiceUnavailable as exc:
+            fail(exc.why, 1)
+        out = PlanOut.from_domain(solved)
         if flat:
             click.echo(json.dumps(plan_flat(out), indent=2))
         elif as_json:

@@ -1,11 +1,19 @@
-"""Plan renderings other than JSON: an aligned text table for a terminal, and a flat object of
-string values for Terraform's ``external`` data source."""
+"""Plan renderings: JSON (``PlanOut``), an aligned text table for a terminal, and a flat object
+of string values for Terraform's ``external`` data source; and ``PlanRenderer``, which keeps the
+bytes of recent renderings (a plan id names one plan forever, so they never go stale)."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Literal
 
-from service.api.schemas.plans import FleetLineOut, PlanOut
+import msgspec
+
+from service.api.schemas.plan_response import FleetLineOut, PlanOut
+from service.domain.planner import SolvedPlan
+
+Format = Literal["json", "text", "flat"]
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]) -> list[str]:
@@ -189,3 +197,37 @@ def plan_flat(plan: PlanOut) -> dict[str, str]:
         ):
             flat[f"{field}_{i}"] = s(getattr(line, field))
     return flat
+
+
+_json = msgspec.json.Encoder()
+
+
+def render_plan(solved: SolvedPlan, fmt: Format, *, stale: bool = False) -> bytes:
+    """``solved`` as the bytes of one rendering (``stale`` marks the text table)."""
+    out = PlanOut.from_domain(solved)
+    if fmt == "json":
+        return _json.encode(out)
+    if fmt == "text":
+        return plan_text(out, stale=stale).encode()
+    return _json.encode(plan_flat(out))
+
+
+class PlanRenderer:
+    """Renderings by (plan id, format, stale): a cached plan is rendered once per process, not
+    once per request. Bounded LRU of ``max_entries`` renderings."""
+
+    def __init__(self, max_entries: int = 256) -> None:
+        self._entries: OrderedDict[tuple[str, Format, bool], bytes] = OrderedDict()
+        self._max = max_entries
+
+    def render(self, solved: SolvedPlan, fmt: Format, *, stale: bool = False) -> bytes:
+        key = (solved.plan_id, fmt, stale and fmt == "text")
+        body = self._entries.get(key)
+        if body is not None:
+            self._entries.move_to_end(key)
+            return body
+        body = render_plan(solved, fmt, stale=stale)
+        self._entries[key] = body
+        if len(self._entries) > self._max:
+            self._entries.popitem(last=False)
+        return body

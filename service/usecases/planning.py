@@ -1,203 +1,220 @@
 """Plan use case: decide WHEN to answer from the cache and when to solve.
 
-- **Key.** ``plan_id = sha256(schema version | catalog revision | canonical request)`` (first
-  32 hex digits); the cache key is ``plans:v{SCHEMA}:{plan_id}``. Any catalog write bumps the
-  revision, so no plan solved on old prices answers a new request. The canonical request has
-  every default filled, aliases resolved and lists sorted, so equivalent requests share a plan.
+``PlanningService.solve(draft)`` is the one way to a plan, for the HTTP API and the CLI alike:
+
+- **Snapshot.** The current catalog snapshot, or the one with the prices known at the
+  draft's ``as_of``.
+- **Identity.** The draft is canonicalised (``domain.planner.canonical_request``) and the plan
+  id computed (``domain.planner.plan_id``: the canonical request plus the catalog revision, so
+  any catalog write re-keys every plan). Both are memoised per (revision, draft), so a repeated
+  request costs a dictionary lookup.
+- **Two tiers.** An in-process LRU of decoded plans sits in front of the plan cache (Redis, or
+  an in-process byte LRU when no Redis is configured); the cache holds the msgpack encoding of
+  the domain value (``cache.codec``). A plan never changes for a plan id, so a local copy is
+  always right, and a hit costs no network round trip and no decoding. Local copies live at
+  most ``LOCAL_TTL_S`` (or the cache TTL when shorter).
 - **Single flight.** Concurrent identical misses share one solve.
-- **Off the event loop.** Solves run in worker threads under a cap (``SolverPool``); when the
-  queue is full the answer is 503 with Retry-After instead of an ever-growing backlog. Every
+- **Off the event loop.** Solves run in worker threads under a cap (``SolverPool``); every
   solve has a MILP time limit and an overall deadline.
-- **Two tiers.** With Redis, a small in-process LRU sits in front of it: plan bodies never
-  change for a plan id (the id includes the catalog revision), so a local copy is always
-  right, and a hit costs no network round trip. Local copies live at most
-  ``LOCAL_TTL_S`` (or the cache TTL when shorter).
-- **Cache trouble is not an outage.** A failing or slow cache (``CacheUnavailable``) makes the
-  request a ``bypass``: solved and answered anyway. After a failure the cache is skipped for a
-  short cool-down (a circuit breaker) so a dead Redis costs no per-request timeout; it is tried
-  again after that and used as soon as it answers.
+- **Cache trouble is not an outage.** A failing or slow cache makes the request a ``bypass``:
+  solved and answered anyway, and the cache skipped for a short cool-down (``GuardedCache``).
+
+Renderings (JSON, text, flat) are the callers' business: this module returns domain values.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Protocol
+
+import msgspec
 
 from service.cache.base import CacheUnavailable, PlanCache
+from service.cache.codec import PlanCodec, plan_key
 from service.cache.guarded import GuardedCache
+from service.cache.lru import TtlLru
+from service.cache.memory import MemoryPlanCache
 from service.domain.catalog import CatalogSnapshot
 from service.domain.errors import NotFound
-from service.domain.planner import Plan, PlanRequest, plan
-from service.observability.metrics import Metrics
-from service.usecases.catalog_state import CatalogState, SnapshotView
+from service.domain.planner import (
+    PlanDraft,
+    PlanRequest,
+    SolvedPlan,
+    canonical_request,
+    plan,
+    plan_id,
+)
+from service.usecases.catalog_state import SnapshotView
 from service.usecases.errors import ServiceUnavailable
 from service.usecases.solver_pool import SolverPool
 
 log = logging.getLogger("gpuplan.planning")
 
-SCHEMA_VERSION = 1
 LOCAL_TTL_S = 300
+LOCAL_ENTRIES = 512
+LOCAL_BYTES = 32 * 1024 * 1024
 CacheOutcome = Literal["hit", "miss", "bypass"]
-Render = Callable[[Plan, str, int], bytes]
+
+
+class Snapshots(Protocol):
+    """Where catalog snapshots come from (``CatalogState``)."""
+
+    async def current(self) -> SnapshotView: ...
+
+    async def as_of(self, moment: datetime) -> SnapshotView: ...
+
+
+class PlanningMetrics(Protocol):
+    """What the use case reports (the service's Prometheus metrics, or nothing in the CLI)."""
+
+    def cache_lookup(self, outcome: CacheOutcome) -> None: ...
+
+    def solve_finished(self, seconds: float) -> None: ...
+
+    def solver_load(self, running: int, queued: int) -> None: ...
+
+
+class SilentMetrics:
+    """Reports nothing (``gpuplan plan``)."""
+
+    def cache_lookup(self, outcome: CacheOutcome) -> None:
+        return None
+
+    def solve_finished(self, seconds: float) -> None:
+        return None
+
+    def solver_load(self, running: int, queued: int) -> None:
+        return None
 
 
 class UnknownPlan(NotFound):
     kind = "plan"
 
-    def __init__(self, plan_id: str, ttl_s: int) -> None:
+    def __init__(self, plan_id: str, ttl_s: int, *, remedy: str | None = None) -> None:
         super().__init__(plan_id, field="plan_id")
+        self.plan_id = plan_id
+        self.ttl_s = ttl_s
         self.message = (
             f"plan {plan_id!r} is unknown or expired (plans are kept {ttl_s} s); solve its "
             "request again: the same request at the same catalog revision gets the same plan_id"
+            + (f" ({remedy})" if remedy else "")
         )
 
 
 @dataclass(frozen=True, slots=True)
-class PlanAnswer:
-    body: bytes
+class PlanOutcome:
+    """The answer to one plan request. ``solved`` is ``None`` (and ``cache`` too) only when
+    the caller already holds plan ``plan_id`` (see ``PlanningService.solve``'s ``known``)."""
+
     plan_id: str
-    cache: CacheOutcome
+    revision: int
     stale: bool
+    cache: CacheOutcome | None
+    solved: SolvedPlan | None
 
 
-def plan_id_for(canonical: bytes, revision: int) -> str:
-    digest = hashlib.sha256(f"gpuplan-plan|v{SCHEMA_VERSION}|r{revision}|".encode() + canonical)
-    return digest.hexdigest()[:32]
+class CanonicalMemo:
+    """Canonical requests and plan ids by (catalog revision, encoded draft): a repeated request
+    skips canonicalisation. Bounded LRU; only successful canonicalisations are kept. One per
+    service: the catalog a revision names belongs to that service's database."""
 
+    def __init__(self, max_entries: int = 4096) -> None:
+        self._entries: OrderedDict[tuple[int, bytes], tuple[PlanRequest, str]] = OrderedDict()
+        self._max = max_entries
+        self._encoder = msgspec.msgpack.Encoder()
 
-def cache_key(plan_id: str) -> str:
-    return f"plans:v{SCHEMA_VERSION}:{plan_id}"
+    def canonical(
+        self, draft: PlanDraft, snapshot: CatalogSnapshot, time_limit_s: float
+    ) -> tuple[PlanRequest, str]:
+        """The canonical request and its plan id at the snapshot's revision."""
+        key = (snapshot.revision, self._encoder.encode(draft))
+        found = self._entries.get(key)
+        if found is not None:
+            self._entries.move_to_end(key)
+            return found
+        request = canonical_request(draft, snapshot, time_limit_s=time_limit_s)
+        result = (request, plan_id(request, snapshot.revision))
+        self._entries[key] = result
+        if len(self._entries) > self._max:
+            self._entries.popitem(last=False)
+        return result
 
 
 class PlanningService:
     def __init__(
         self,
-        state: CatalogState,
+        state: Snapshots,
         cache: PlanCache,
         pool: SolverPool,
-        metrics: Metrics,
+        metrics: PlanningMetrics,
         *,
         ttl_s: int,
         time_limit_s: float,
-        local: PlanCache | None = None,
+        local_entries: int = LOCAL_ENTRIES,
+        local_bytes: int = LOCAL_BYTES,
     ) -> None:
         self._state = state
         self._cache = GuardedCache(cache)
-        self._local = local
+        self._local: TtlLru[SolvedPlan] = TtlLru(max_entries=local_entries, max_bytes=local_bytes)
         self._local_ttl = min(ttl_s, LOCAL_TTL_S)
+        self._codec = PlanCodec()
+        self._memo = CanonicalMemo()
         self._pool = pool
         self._metrics = metrics
         self._ttl = ttl_s
-        self.time_limit_s = time_limit_s
+        self._time_limit_s = time_limit_s
         self._deadline_s = time_limit_s * 4 + 10.0
-        self._flights: dict[str, asyncio.Task[bytes]] = {}
+        self._flights: dict[str, asyncio.Task[SolvedPlan]] = {}
 
-    @property
-    def local_cache(self) -> PlanCache | None:
-        """The plan cache held in this process: the local tier, or the cache itself when it
-        is in-process."""
-        if self._local is not None:
-            return self._local
+    def held_in_process(self) -> tuple[int, int]:
+        """(plans, bytes encoded) this process holds: the in-process plan cache when there is
+        no shared one, else the local tier in front of it."""
         inner = self._cache.inner
-        return inner if inner.backend == "memory" else None
+        if isinstance(inner, MemoryPlanCache):
+            return len(inner), inner.size_bytes
+        return len(self._local), self._local.size_bytes
 
-    async def snapshot(self, as_of: datetime | None) -> SnapshotView:
-        return await (self._state.as_of(as_of) if as_of is not None else self._state.current())
+    async def solve(
+        self, draft: PlanDraft, *, known: Callable[[str], bool] | None = None
+    ) -> PlanOutcome:
+        """The plan for ``draft``: cached, coalesced with an identical solve, or solved.
 
-    async def answer(
-        self, request: PlanRequest, plan_id: str, view: SnapshotView, render: Render
-    ) -> PlanAnswer:
-        """The plan ``plan_id`` (see :func:`plan_id_for`) for ``request`` at the snapshot's
-        revision: cached, coalesced or solved."""
+        ``known(plan_id)`` true means the caller already holds that plan (an HTTP
+        ``If-None-Match``): it is then neither looked up nor solved. Raises the domain's
+        ``InvalidInput``/``NotFound`` for a bad draft, ``ServiceUnavailable`` when the catalog
+        is unreachable, the solver is full or the solve misses its deadline.
+        """
+        view = await (
+            self._state.as_of(draft.as_of) if draft.as_of is not None else self._state.current()
+        )
         revision = view.snapshot.revision
-        key = cache_key(plan_id)
-        outcome: CacheOutcome = "miss"
-        cached = await self._get(key)
-        if cached is None:
-            outcome = "bypass"
-        elif cached:
-            self._metrics.cache.labels("hit").inc()
-            return PlanAnswer(cached, plan_id, "hit", view.stale)
-        self._metrics.cache.labels(outcome).inc()
-        task = self._flights.get(key)
-        if task is None:
-            task = asyncio.create_task(
-                self._solve_and_store(key, request, view.snapshot, render, plan_id, revision)
-            )
-            self._flights[key] = task
-            task.add_done_callback(lambda done: self._settle(key, done))
-        try:
-            body = await asyncio.wait_for(asyncio.shield(task), self._deadline_s)
-        except TimeoutError:
-            raise ServiceUnavailable(
-                f"the solve did not finish within {self._deadline_s:g} s", retry_after_s=5
-            ) from None
-        return PlanAnswer(body, plan_id, outcome, view.stale)
+        request, pid = self._memo.canonical(draft, view.snapshot, self._time_limit_s)
+        if known is not None and known(pid):
+            return PlanOutcome(pid, revision, view.stale, None, None)
+        found, outcome = await self._read(pid)
+        self._metrics.cache_lookup(outcome)
+        if found is None:
+            found = await self._join_or_start(pid, request, view.snapshot)
+        return PlanOutcome(pid, revision, view.stale, outcome, found)
 
-    def _settle(self, key: str, task: asyncio.Task[bytes]) -> None:
-        """Forget a finished solve; read its error so a solve nobody waits for any more (its
-        callers timed out) is not reported as an unretrieved exception."""
-        self._flights.pop(key, None)
-        if not task.cancelled() and task.exception() is not None:
-            log.warning("plan solve failed", extra={"event": "solve_failed", "plan_key": key})
-
-    async def _solve_and_store(
-        self,
-        key: str,
-        request: PlanRequest,
-        snapshot: CatalogSnapshot,
-        render: Render,
-        plan_id: str,
-        revision: int,
-    ) -> bytes:
-        def work() -> bytes:
-            started = time.perf_counter()
-            result = plan(request, snapshot, executor=self._pool.helpers)
-            body = render(result, plan_id, revision)
-            self._metrics.solve_seconds.observe(time.perf_counter() - started)
-            return body
-
-        body = await self._pool.run(work)
-        if self._local is not None:
-            await self._local.set(key, body, self._local_ttl)
-        await self._cache.set(key, body, self._ttl)
-        return body
-
-    async def _get(self, key: str) -> bytes | None:
-        """The cached body, ``b""`` on a miss, ``None`` when the shared cache is unavailable
-        (a local copy still answers then)."""
-        if self._local is not None:
-            local = await self._local.get(key)
-            if local is not None:
-                return local
-        try:
-            shared = await self._cache.get(key)
-        except CacheUnavailable:
-            return None
-        if shared is None:
-            return b""
-        if self._local is not None:
-            await self._local.set(key, shared, self._local_ttl)
-        return shared
-
-    async def lookup(self, plan_id: str) -> bytes:
+    async def lookup(self, plan_id: str) -> SolvedPlan:
         """A plan solved earlier, by id, while its cache entry lives."""
-        cached = await self._get(cache_key(plan_id))
-        if cached is None:
+        found, outcome = await self._read(plan_id)
+        if found is not None:
+            return found
+        if outcome == "bypass":
             raise ServiceUnavailable(
                 "the plan cache is unreachable; solve the plan's request again",
                 retry_after_s=5,
             )
-        if not cached:
-            raise UnknownPlan(plan_id, self._ttl)
-        return cached
+        raise UnknownPlan(plan_id, self._ttl)
 
     async def close(self) -> None:
         for task in list(self._flights.values()):
@@ -205,3 +222,61 @@ class PlanningService:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._pool.shutdown()
+
+    # ---- internals -------------------------------------------------------------------------
+
+    async def _read(self, pid: str) -> tuple[SolvedPlan | None, CacheOutcome]:
+        """The stored plan and ``hit``; else ``None`` and ``miss``, or ``bypass`` when the
+        shared cache is unavailable (a local copy still answers then)."""
+        held = self._local.get(pid)
+        if held is not None:
+            return held, "hit"
+        try:
+            raw = await self._cache.get(plan_key(pid))
+        except CacheUnavailable:
+            return None, "bypass"
+        if raw is None:
+            return None, "miss"
+        stored = self._codec.decode(raw)
+        if stored is None or stored.plan_id != pid:
+            return None, "miss"
+        self._local.put(pid, stored, size=len(raw), ttl_s=self._local_ttl)
+        return stored, "hit"
+
+    async def _join_or_start(
+        self, pid: str, request: PlanRequest, snapshot: CatalogSnapshot
+    ) -> SolvedPlan:
+        task = self._flights.get(pid)
+        if task is None:
+            task = asyncio.create_task(self._solve_and_store(pid, request, snapshot))
+            self._flights[pid] = task
+            task.add_done_callback(lambda done: self._settle(pid, done))
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), self._deadline_s)
+        except TimeoutError:
+            raise ServiceUnavailable(
+                f"the solve did not finish within {self._deadline_s:g} s", retry_after_s=5
+            ) from None
+
+    def _settle(self, pid: str, task: asyncio.Task[SolvedPlan]) -> None:
+        """Forget a finished solve; read its error so a solve nobody waits for any more (its
+        callers timed out) is not reported as an unretrieved exception."""
+        self._flights.pop(pid, None)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("plan solve failed", extra={"event": "solve_failed", "plan_id": pid})
+
+    async def _solve_and_store(
+        self, pid: str, request: PlanRequest, snapshot: CatalogSnapshot
+    ) -> SolvedPlan:
+        def work() -> tuple[SolvedPlan, bytes]:
+            started = time.perf_counter()
+            result = plan(request, snapshot, executor=self._pool.helpers)
+            solved = SolvedPlan(pid, snapshot.revision, request, result)
+            encoded = self._codec.encode(solved)
+            self._metrics.solve_finished(time.perf_counter() - started)
+            return solved, encoded
+
+        solved, encoded = await self._pool.run(work)
+        self._local.put(pid, solved, size=len(encoded), ttl_s=self._local_ttl)
+        await self._cache.set(plan_key(pid), encoded, self._ttl)
+        return solved

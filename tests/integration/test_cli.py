@@ -230,7 +230,60 @@ def test_plan_and_estimate_errors_are_one_line(env: dict[str, str]) -> None:
         env,
         check=False,
     )
-    assert negative.returncode == 2 and "qps" in negative.stderr
+    assert negative.returncode == 2 and "(--qps)" in negative.stderr
+    mix = run(
+        ["plan", "--model", "llama-3.1-8b", "--qps", "1", "--mix", "0.5:300"], env, check=False
+    )
+    assert mix.returncode == 2 and "SHARE:PROMPT_TOKENS:OUTPUT_TOKENS" in mix.stderr
+    assert mix.stderr.rstrip().endswith("(--mix)")
+    gpu = run([*PLAN_ARGS[:-1], "l4,h1000"], env, check=False)
+    assert gpu.returncode == 2 and "unknown GPU 'h1000'" in gpu.stderr and "(--gpus)" in gpu.stderr
+
+
+def test_plan_options_and_a_request_file_give_the_same_plan(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    options = [
+        "plan",
+        "--model",
+        "llama-3.1-8b",
+        "--qps",
+        "9",
+        "--mix",
+        "0.5:300:100",
+        "--mix",
+        "0.5:3000:200",
+        "--tpot-ms",
+        "70",
+        "--budget-usd-per-month",
+        "7300",
+        "--gpus",
+        "l40s,h100",
+        "--max-cards",
+        "h100=8",
+        "--single-type",
+        "--json",
+    ]
+    body = {
+        "model": "llama-3.1-8b",
+        "workload": {
+            "qps": 9,
+            "mix": [
+                {"share": 0.5, "prompt_tokens": 300, "output_tokens": 100},
+                {"share": 0.5, "prompt_tokens": 3000, "output_tokens": 200},
+            ],
+        },
+        "slo": {"tpot_ms": 70},
+        "budget": {"usd_per_month": 7300},
+        "constraints": {"gpus": ["l40s", "h100"], "max_cards": {"h100": 8}, "allow_mix": False},
+    }
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(body))
+    flat = json.loads(run(options, env).stdout)
+    whole = json.loads(run(["plan", "--request", str(path), "--json"], env).stdout)
+    assert flat == whole
+    assert flat["request"]["constraints"]["allow_mix"] is False
+    assert flat["request"]["budget"] == {"usd_per_hour": 10.0}
 
 
 def test_estimate_runs_locally(env: dict[str, str]) -> None:

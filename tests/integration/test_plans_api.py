@@ -258,6 +258,49 @@ async def test_bad_requests_name_the_field(
     assert "Traceback" not in response.text
 
 
+QUERY: dict[str, Any] = {
+    "model": "llama-3.1-8b",
+    "qps": 12,
+    "prompt_tokens": 512,
+    "output_tokens": 128,
+    "gpus": "l4,l40s",
+}
+
+
+@pytest.mark.parametrize(
+    ("changes", "status", "field"),
+    [
+        ({"prompt_tokens": 200_000}, 422, "prompt_tokens"),
+        ({"gpus": "l4,h1000"}, 404, "gpus"),
+        ({"gpus": ",".join(f"g{i}" for i in range(65))}, 422, "gpus"),
+        ({"exclude_gpus": "nope"}, 404, "exclude_gpus"),
+        ({"model": "llama-9-700b"}, 404, "model"),
+        ({"qps": -1}, 422, "qps"),
+        ({"percentile": 10}, 422, "percentile"),
+        ({"pricing": "free"}, 422, "pricing"),
+    ],
+)
+async def test_query_errors_name_the_query_parameter(
+    client: Client, changes: dict[str, Any], status: int, field: str
+) -> None:
+    response = await client.get("/v1/plan", params={**QUERY, **changes})
+    assert response.status_code == status, response.text
+    assert response.json()["field"] == field, response.json()
+
+
+async def test_query_plans_are_cached_and_answer_304(client: Client) -> None:
+    first = await client.get("/v1/plan", params=QUERY)
+    assert first.status_code == 200 and first.headers["x-cache"] in {"miss", "bypass"}
+    again = await client.get("/v1/plan", params={**QUERY, "gpus": "L40S,l4,l4"})
+    assert again.headers["x-cache"] == "hit" and again.content == first.content
+    held = await client.get(
+        "/v1/plan", params=QUERY, headers={"If-None-Match": first.headers["etag"]}
+    )
+    assert held.status_code == 304 and held.headers["etag"] == first.headers["etag"]
+    text = await client.get("/v1/plan", params={**QUERY, "format": "text"})
+    assert text.text.startswith(f"gpuplan plan {first.json()['plan_id']}")
+
+
 async def test_list_and_body_limits(client: Client) -> None:
     too_many_gpus = {**BODY, "constraints": {"gpus": [f"g{i}" for i in range(65)]}}
     response = await post_plan(client, too_many_gpus)

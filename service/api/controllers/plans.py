@@ -1,43 +1,42 @@
-"""Plans endpoints: solve (POST), the same from a query string (GET), fetch by id."""
+"""Plans endpoints: solve (POST), the same from a query string (GET), fetch by id.
+
+Each handler turns its input into a domain draft, calls the planning use case once and renders
+the domain value it answers (JSON, text or flat; renderings of a plan id are kept, since a plan
+id names one plan for ever). The query string's parameters are made from the same table as the
+CLI's options (``schemas.plan_fields``); its errors name query parameters, not body paths.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, cast
+from collections.abc import Callable
+from typing import Annotated, Any, cast
 
-import msgspec
 from litestar import Controller, Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import PathParameter, QueryParameter
+from litestar.router import Router
 from litestar.status_codes import HTTP_200_OK, HTTP_304_NOT_MODIFIED
 
+from service.api.errors import handle_domain
+from service.api.flat_query import accepts_query
 from service.api.headers import catalog_headers
 from service.api.openapi_docs import (
     FLAT_MEDIA_TYPE,
-    NON_NEGATIVE,
     NOT_MODIFIED,
     PLAN_HEADERS,
-    POSITIVE,
     PlanOperation,
     json_body,
     problems,
     success,
 )
-from service.api.render import plan_flat, plan_text
-from service.api.schemas.plans import (
-    BudgetIn,
-    CanonicalMemo,
-    ConstraintsIn,
-    PlanOut,
-    PlanRequestIn,
-    SloIn,
-    WorkloadIn,
-)
+from service.api.render import Format, PlanRenderer
+from service.api.schemas.plan_fields import PLAN_FIELDS, plan_flat_name, plan_request_from_flat
+from service.api.schemas.plan_request import PlanRequestIn
+from service.api.schemas.plan_response import PlanOut
 from service.domain.errors import DomainError
-from service.domain.planner import Plan
-from service.domain.vocabulary import Engine, KvPrecision, Precision, PricingChoice
-from service.usecases.planning import PlanAnswer, PlanningService, UnknownPlan, plan_id_for
+from service.domain.planner import PlanDraft
+from service.usecases.planning import PlanningService, UnknownPlan
 
-Format = Literal["json", "text", "flat"]
 FormatParam = Annotated[
     Format | None,
     QueryParameter(
@@ -45,18 +44,12 @@ FormatParam = Annotated[
         "`Accept: text/plain`) or flat (string values, for Terraform's external data source)."
     ),
 ]
-_plan_decoder = msgspec.json.Decoder(PlanOut)
-_encoder = msgspec.json.Encoder()
-
-# GET /v1/plan names query parameters, not body paths, in its errors.
-_QUERY_FIELDS = {
-    "workload.qps": "qps",
-    "workload.prompt_tokens": "prompt_tokens",
-    "workload.output_tokens": "output_tokens",
-    "budget": "budget_usd_per_hour",
-    "constraints.gpus": "gpus",
-    "constraints.exclude_gpus": "exclude_gpus",
+_MEDIA_TYPES: dict[Format, str] = {
+    "json": "application/json",
+    "text": "text/plain",
+    "flat": FLAT_MEDIA_TYPE,
 }
+_REPOST = "POST the plan's `request` field to /v1/plans"
 
 
 def _format(request: Request[Any, Any, Any], explicit: Format | None) -> Format:
@@ -68,89 +61,61 @@ def _format(request: Request[Any, Any, Any], explicit: Format | None) -> Format:
     return "json"
 
 
-def _etag_matches(request: Request[Any, Any, Any], plan_id: str) -> bool:
+def _held(request: Request[Any, Any, Any]) -> Callable[[str], bool] | None:
+    """Whether the client holds a plan id, from ``If-None-Match`` (``None`` without one)."""
     header = request.headers.get("if-none-match")
     if not header:
-        return False
+        return None
     tags = {t.strip().removeprefix("W/").strip('"') for t in header.split(",")}
-    return plan_id in tags or "*" in tags
+    return lambda plan_id: plan_id in tags or "*" in tags
 
 
-def _headers(answer_id: str, revision: int, stale: bool, cache: str | None) -> dict[str, str]:
-    headers = catalog_headers(revision, stale)
-    headers["ETag"] = f'"{answer_id}"'
-    headers["Cache-Control"] = "no-cache"
-    if cache is not None:
-        headers["X-Cache"] = cache
-    return headers
-
-
-def _respond(body: bytes, fmt: Format, headers: dict[str, str], stale: bool) -> Response[PlanOut]:
-    if fmt == "json":
-        return cast(
-            Response[PlanOut],
-            Response(content=body, media_type="application/json", headers=headers),
-        )
-    plan = _plan_decoder.decode(body)
-    if fmt == "text":
-        return cast(
-            Response[PlanOut],
-            Response(
-                content=plan_text(plan, stale=stale).encode(),
-                media_type="text/plain",
-                headers=headers,
-            ),
-        )
+def _response(
+    body: bytes, media_type: str, headers: dict[str, str], status: int = HTTP_200_OK
+) -> Response[PlanOut]:
     return cast(
         Response[PlanOut],
-        Response(
-            content=_encoder.encode(plan_flat(plan)), media_type=FLAT_MEDIA_TYPE, headers=headers
-        ),
+        Response(content=body, media_type=media_type, headers=headers, status_code=status),
     )
 
 
-async def answer_plan(
-    planning: PlanningService,
-    request: Request[Any, Any, Any],
-    body: PlanRequestIn,
-    fmt: Format | None,
-) -> Response[PlanOut]:
-    """Shared by POST /v1/plans and GET /v1/plan."""
-    request.state.cache = None
-    view = await planning.snapshot(body.as_of)
-    memo: CanonicalMemo = request.app.state.canonical_memo
-    domain, canonical, canonical_bytes = memo.convert(
-        body, view.snapshot, time_limit_s=planning.time_limit_s
-    )
-    revision = view.snapshot.revision
-    plan_id = plan_id_for(canonical_bytes, revision)
-    if _etag_matches(request, plan_id):
-        return cast(
-            Response[PlanOut],
-            Response(
-                content=b"",
-                status_code=HTTP_304_NOT_MODIFIED,
-                headers=_headers(plan_id, revision, view.stale, None),
-            ),
-        )
-
-    def render(plan: Plan, pid: str, rev: int) -> bytes:
-        out = PlanOut.from_domain(plan, plan_id=pid, revision=rev, request=canonical)
-        return _encoder.encode(out)
-
-    answer: PlanAnswer = await planning.answer(domain, plan_id, view, render)
-    request.state.cache = answer.cache
-    return _respond(
-        answer.body,
-        _format(request, fmt),
-        _headers(answer.plan_id, revision, answer.stale, answer.cache),
-        answer.stale,
-    )
+def query_problem(request: Request[Any, Any, Any], exc: DomainError) -> Response[Any]:
+    """A domain error of ``GET /v1/plan`` as a problem naming the query parameter at fault."""
+    response = handle_domain(request, exc)
+    problem = response.content
+    if isinstance(problem, dict) and problem.get("field"):
+        problem["field"] = plan_flat_name(problem["field"], query=True)
+    return response
 
 
 class PlansController(Controller):
     path = "/v1"
     tags = ("plans",)
+
+    def __init__(self, owner: Router) -> None:
+        super().__init__(owner)
+        self._renderer = PlanRenderer()
+
+    async def _answer(
+        self,
+        planning: PlanningService,
+        request: Request[Any, Any, Any],
+        draft: PlanDraft,
+        fmt: Format | None,
+    ) -> Response[PlanOut]:
+        request.state.cache = None
+        outcome = await planning.solve(draft, known=_held(request))
+        headers = catalog_headers(outcome.revision, outcome.stale)
+        headers["ETag"] = f'"{outcome.plan_id}"'
+        headers["Cache-Control"] = "no-cache"
+        if outcome.solved is None:
+            return _response(b"", "application/json", headers, HTTP_304_NOT_MODIFIED)
+        request.state.cache = outcome.cache
+        if outcome.cache is not None:
+            headers["X-Cache"] = outcome.cache
+        chosen = _format(request, fmt)
+        body = self._renderer.render(outcome.solved, chosen, stale=outcome.stale)
+        return _response(body, _MEDIA_TYPES[chosen], headers)
 
     @post(
         "/plans",
@@ -176,7 +141,7 @@ class PlansController(Controller):
         latencies, costs, the single-type alternatives, the rejected GPUs and why. Identical
         requests at the same catalog revision give byte-identical plans (`ETag` = `plan_id`;
         `If-None-Match` answers 304). `X-Cache` says hit, miss or bypass."""
-        return await answer_plan(planning, request, data, format)
+        return await self._answer(planning, request, data.to_draft(), format)
 
     @get(
         "/plan",
@@ -189,91 +154,19 @@ class PlansController(Controller):
         },
         response_headers=PLAN_HEADERS,
         summary="Solve a plan from query parameters (curl)",
+        exception_handlers={DomainError: query_problem},
     )
+    @accepts_query(PlanRequestIn, PLAN_FIELDS)
     async def plan_by_query(
         self,
         planning: NamedDependency[PlanningService],
         request: Request[Any, Any, Any],
-        model: Annotated[
-            str, QueryParameter(min_length=1, max_length=200, description="Preset id or alias.")
-        ],
-        qps: Annotated[
-            float,
-            QueryParameter(
-                gt=0, schema_extra=POSITIVE, le=1_000_000, description="Total requests/s."
-            ),
-        ],
-        prompt_tokens: Annotated[int, QueryParameter(ge=1, le=2_000_000)],
-        output_tokens: Annotated[int, QueryParameter(ge=1, le=2_000_000)],
-        ttft_ms: Annotated[
-            float | None, QueryParameter(gt=0, schema_extra=POSITIVE, le=3_600_000)
-        ] = None,
-        tpot_ms: Annotated[
-            float | None, QueryParameter(gt=0, schema_extra=POSITIVE, le=3_600_000)
-        ] = None,
-        e2e_ms: Annotated[
-            float | None, QueryParameter(gt=0, schema_extra=POSITIVE, le=3_600_000)
-        ] = None,
-        percentile: Annotated[float, QueryParameter(ge=50, le=99.9)] = 95.0,
-        budget_usd_per_hour: Annotated[
-            float | None, QueryParameter(gt=0, schema_extra=POSITIVE, le=100_000_000)
-        ] = None,
-        gpus: Annotated[
-            str | None,
-            QueryParameter(max_length=2000, description="Comma-separated ids or aliases."),
-        ] = None,
-        exclude_gpus: Annotated[
-            str | None, QueryParameter(max_length=2000, description="Comma-separated.")
-        ] = None,
-        providers: Annotated[
-            str | None, QueryParameter(max_length=2000, description="Comma-separated.")
-        ] = None,
-        pricing: Annotated[PricingChoice, QueryParameter()] = "on_demand",
-        precision: Annotated[Precision, QueryParameter()] = "bf16",
-        kv_cache_precision: Annotated[KvPrecision, QueryParameter()] = "bf16",
-        engine: Annotated[Engine, QueryParameter()] = "vllm",
-        headroom: Annotated[float, QueryParameter(ge=0, schema_extra=NON_NEGATIVE, le=10)] = 0.0,
-        min_replicas: Annotated[
-            int, QueryParameter(ge=0, schema_extra=NON_NEGATIVE, le=100_000)
-        ] = 1,
-        allow_mix: Annotated[bool, QueryParameter()] = True,
         format: FormatParam = None,
+        **query: Any,
     ) -> Response[PlanOut]:
         """The same plan as POST /v1/plans, for one request shape, from a query string."""
-
-        def names(raw: str | None, field: str) -> list[str] | None:
-            if raw is None:
-                return None
-            items = [x.strip() for x in raw.split(",") if x.strip()]
-            if len(items) > 64:
-                raise DomainError("at most 64 names", field=field)
-            return items or None
-
-        body = PlanRequestIn(
-            model=model,
-            precision=precision,
-            kv_cache_precision=kv_cache_precision,
-            engine=engine,
-            workload=WorkloadIn(qps=qps, prompt_tokens=prompt_tokens, output_tokens=output_tokens),
-            slo=SloIn(ttft_ms=ttft_ms, tpot_ms=tpot_ms, e2e_ms=e2e_ms, percentile=percentile),
-            budget=BudgetIn(usd_per_hour=budget_usd_per_hour) if budget_usd_per_hour else None,
-            constraints=ConstraintsIn(
-                gpus=names(gpus, "gpus"),
-                exclude_gpus=names(exclude_gpus, "exclude_gpus") or [],
-                providers=names(providers, "providers"),
-                pricing=pricing,
-                headroom=headroom,
-                min_replicas=min_replicas,
-                allow_mix=allow_mix,
-            ),
-        )
-        try:
-            return await answer_plan(planning, request, body, format)
-        except DomainError as exc:
-            if exc.field is not None:
-                head = exc.field.split("[")[0]
-                exc.field = _QUERY_FIELDS.get(exc.field, _QUERY_FIELDS.get(head, exc.field))
-            raise
+        body = plan_request_from_flat(query)
+        return await self._answer(planning, request, body.to_draft(), format)
 
     @get(
         "/plans/{plan_id:str}",
@@ -298,14 +191,12 @@ class PlansController(Controller):
         """The stored plan with the catalog revision it was solved at. 404 once it has expired
         from the plan cache: POST its `request` again to re-solve."""
         headers = {"ETag": f'"{plan_id}"', "Cache-Control": "no-cache"}
-        if _etag_matches(request, plan_id):
-            return cast(
-                Response[PlanOut],
-                Response(content=b"", status_code=HTTP_304_NOT_MODIFIED, headers=headers),
-            )
+        held = _held(request)
+        if held is not None and held(plan_id):
+            return _response(b"", "application/json", headers, HTTP_304_NOT_MODIFIED)
         try:
-            body = await planning.lookup(plan_id)
+            solved = await planning.lookup(plan_id)
         except UnknownPlan as exc:
-            exc.message += " (POST the plan's `request` field to /v1/plans)"
-            raise
-        return _respond(body, _format(request, format), headers, False)
+            raise UnknownPlan(exc.plan_id, exc.ttl_s, remedy=_REPOST) from None
+        chosen = _format(request, format)
+        return _response(self._renderer.render(solved, chosen), _MEDIA_TYPES[chosen], headers)

@@ -9,7 +9,7 @@ from msgspec import Meta
 
 from service.api.schemas.common import Gigabytes, Millis, ReqPerS, WireIn, WireOut
 from service.api.schemas.models import ModelIn, resolve
-from service.api.schemas.plans import GpuName, Tokens
+from service.api.schemas.plan_request import GpuName, Tokens
 from service.domain.vocabulary import Bottleneck, Engine, KvPrecision, Precision
 from service.usecases.estimating import EstimateAnswer, EstimateQuery
 

@@ -2,9 +2,26 @@
 
 Public API::
 
+    canonical_request(draft: PlanDraft, snapshot: CatalogSnapshot) -> PlanRequest
+    plan_id(request: PlanRequest, revision: int) -> str
     plan(request: PlanRequest, snapshot: CatalogSnapshot) -> Plan
 """
 
+from service.domain.planner.canonical import canonical_request, normalize_provider
+from service.domain.planner.draft import (
+    BudgetDraft,
+    ConstraintsDraft,
+    MixShare,
+    PlanDraft,
+    WorkloadDraft,
+)
+from service.domain.planner.identity import (
+    PLAN_ID_VERSION,
+    SolvedPlan,
+    canonical_bytes,
+    canonical_document,
+    plan_id,
+)
 from service.domain.planner.plan import plan
 from service.domain.planner.request import (
     HOURS_PER_MONTH,
@@ -26,17 +43,29 @@ from service.domain.planner.result import (
 
 __all__ = [
     "HOURS_PER_MONTH",
+    "PLAN_ID_VERSION",
     "PLAN_STATUSES",
     "Alternative",
     "BucketSummary",
+    "BudgetDraft",
+    "ConstraintsDraft",
     "Fleet",
     "FleetLine",
+    "MixShare",
     "OwnedCost",
     "Plan",
     "PlanConstraints",
+    "PlanDraft",
     "PlanRequest",
     "Rejection",
     "Savings",
+    "SolvedPlan",
     "WorkloadBucket",
+    "WorkloadDraft",
+    "canonical_bytes",
+    "canonical_document",
+    "canonical_request",
+    "normalize_provider",
     "plan",
+    "plan_id",
 ]

@@ -1,5 +1,10 @@
 """What a fleet request asks for (pure values; units in the names).
 
+``PlanRequest`` is the *canonical* request: every default filled, GPU names resolved to catalog
+ids, lists sorted and de-duplicated, the request mix merged and normalised, a budget in USD per
+hour. ``canonical.canonical_request`` builds it from a ``draft.PlanDraft`` (what a caller gave);
+``identity`` encodes it deterministically and hashes that to the plan id.
+
 A *replica* is one model instance over ``tensor_parallel`` cards; a *card* is one GPU; ``qps`` is
 requests per second; a *line* of a fleet is one (GPU, tensor-parallel degree, price offer)
 with its replica count.
@@ -7,12 +12,14 @@ with its replica count.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from service.domain.llm import ResolvedModel
-from service.domain.perfmodel import Engine, KvPrecision, Precision, Slo
-from service.domain.vocabulary import PricingChoice
+from service.domain.perfmodel import Slo
+from service.domain.vocabulary import Engine, KvPrecision, Precision, PricingChoice
 
 HOURS_PER_MONTH = 730.0
 
@@ -63,7 +70,13 @@ class PlanConstraints:
 
 @dataclass(frozen=True, slots=True)
 class PlanRequest:
-    """A fleet request with every default filled (the canonical form the plan id hashes)."""
+    """A fleet request with every default filled (the canonical form the plan id hashes).
+
+    ``model_spec`` is a custom model as the caller gave it (``{"params_b": ...}`` or
+    ``{"hf_config": {...}}``); ``None`` for a preset, which is then named by
+    ``model.arch.id``. ``time_limit_s`` (seconds per MILP solve) is how long to try, not part
+    of what is asked: it is left out of the canonical encoding and so of the plan id.
+    """
 
     model: ResolvedModel
     precision: Precision
@@ -76,6 +89,7 @@ class PlanRequest:
     constraints: PlanConstraints = field(default_factory=PlanConstraints)
     as_of: datetime | None = None
     time_limit_s: float = 2.0
+    model_spec: Mapping[str, Any] | None = field(default=None, hash=False)
 
     def demand_qps(self, bucket: WorkloadBucket) -> float:
         return self.qps * bucket.share

@@ -13,17 +13,14 @@ from datetime import datetime
 from typing import get_args
 
 from service.domain.planner.request import HOURS_PER_MONTH
-from service.domain.vocabulary import PlanStatusName
+from service.domain.vocabulary import PlanStatusName, one_of
 
 PLAN_STATUSES: tuple[PlanStatusName, ...] = get_args(PlanStatusName)
 
 
 def plan_status(name: str) -> PlanStatusName:
     """``name`` as a plan status (the solver's statuses are spelt the same)."""
-    for status in PLAN_STATUSES:
-        if status == name:
-            return status
-    raise ValueError(f"unknown plan status {name!r}")
+    return one_of(PLAN_STATUSES, name, "plan status")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,161 @@
+"""The POST /v1/plans body: wire types with their limits, and the domain draft they give.
+
+Limits live here once, in ``Meta``: the OpenAPI schema, the ``GET /v1/plan`` query parameters
+and the ``gpuplan plan`` options (``plan_fields``) all read them from these types.
+Cross-field rules (mix or single shape, shares summing to 1, one budget unit, names known to
+the catalog) are the domain's: ``service.domain.planner.canonical``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+import msgspec
+from msgspec import Meta
+
+from service.api.schemas.common import WireIn
+from service.api.schemas.models import ModelIn
+from service.domain.perfmodel import Slo
+from service.domain.planner import (
+    BudgetDraft,
+    ConstraintsDraft,
+    MixShare,
+    OwnedCost,
+    PlanDraft,
+    WorkloadDraft,
+)
+from service.domain.vocabulary import (
+    Engine,
+    KvPrecision,
+    Precision,
+    PricingChoice,
+    TensorParallel,
+)
+
+MAX_BUCKETS = 16
+MAX_TOKENS = 2_000_000
+
+Tokens = Annotated[int, Meta(ge=1, le=MAX_TOKENS, description="Tokens per request.")]
+Ms = Annotated[float, Meta(gt=0, le=3_600_000, description="Milliseconds.")]
+GpuName = Annotated[str, Meta(min_length=1, max_length=64, description="GPU id or alias.")]
+ShortName = Annotated[str, Meta(min_length=1, max_length=64)]
+
+
+class MixBucketIn(WireIn, kw_only=True):
+    share: Annotated[
+        float, Meta(gt=0, le=1, description="Share of the total QPS (shares sum to 1).")
+    ]
+    prompt_tokens: Tokens
+    output_tokens: Tokens
+
+
+class WorkloadIn(WireIn, kw_only=True):
+    """The load: ``qps`` with one ``prompt_tokens``/``output_tokens`` pair, or a ``mix`` of
+    request shapes whose shares sum to 1 (the mix replaces the pair)."""
+
+    qps: Annotated[float, Meta(gt=0, le=1_000_000, description="Total requests per second.")]
+    prompt_tokens: Tokens | None = None
+    output_tokens: Tokens | None = None
+    mix: Annotated[list[MixBucketIn], Meta(min_length=1, max_length=MAX_BUCKETS)] | None = None
+
+
+class SloIn(WireIn, kw_only=True):
+    """Latency limits at ``percentile``; leave one out for no limit on it."""
+
+    ttft_ms: Ms | None = None
+    tpot_ms: Ms | None = None
+    e2e_ms: Ms | None = None
+    percentile: Annotated[float, Meta(ge=50, le=99.9, description="e.g. 95 for p95.")] = 95.0
+
+
+class BudgetIn(WireIn, kw_only=True):
+    """One of ``usd_per_hour`` or ``usd_per_month`` (730 hours)."""
+
+    usd_per_hour: Annotated[float, Meta(gt=0, le=100_000_000)] | None = None
+    usd_per_month: Annotated[float, Meta(gt=0, le=100_000_000_000)] | None = None
+
+
+class OwnedCostIn(WireIn, kw_only=True):
+    """Cost of owned cards: amortised purchase plus power (defaults documented in README)."""
+
+    amortization_months: Annotated[float, Meta(gt=0, le=240)] = 36.0
+    usd_per_kwh: Annotated[float, Meta(ge=0, le=10)] = 0.12
+    pue: Annotated[float, Meta(ge=1, le=5)] = 1.3
+
+
+class ConstraintsIn(WireIn, kw_only=True):
+    gpus: Annotated[list[GpuName], Meta(min_length=1, max_length=64)] | None = None
+    exclude_gpus: Annotated[list[GpuName], Meta(max_length=64)] = msgspec.field(
+        default_factory=list
+    )
+    providers: Annotated[list[ShortName], Meta(min_length=1, max_length=32)] | None = None
+    regions: Annotated[list[ShortName], Meta(min_length=1, max_length=64)] | None = None
+    pricing: PricingChoice = "on_demand"
+    max_cards: Annotated[
+        dict[GpuName, Annotated[int, Meta(ge=0, le=1_000_000)]],
+        Meta(max_length=64, description="Availability cap in cards per GPU id or alias."),
+    ] = msgspec.field(default_factory=dict)
+    allow_mix: bool = True
+    headroom: Annotated[float, Meta(ge=0, le=10, description="0.2 plans for 1.2 x the load.")] = 0.0
+    min_replicas: Annotated[
+        int, Meta(ge=0, le=100_000, description="Fewest replicas in the fleet.")
+    ] = 1
+    tensor_parallel: Annotated[list[TensorParallel], Meta(min_length=1, max_length=8)] = (
+        msgspec.field(default_factory=lambda: [1, 2, 4, 8])
+    )
+    allow_pcie_tensor_parallel: bool = False
+    owned: OwnedCostIn = msgspec.field(default_factory=OwnedCostIn)
+
+    def to_draft(self) -> ConstraintsDraft:
+        o = self.owned
+        return ConstraintsDraft(
+            gpus=tuple(self.gpus) if self.gpus is not None else None,
+            exclude_gpus=tuple(self.exclude_gpus),
+            providers=tuple(self.providers) if self.providers is not None else None,
+            regions=tuple(self.regions) if self.regions is not None else None,
+            pricing=self.pricing,
+            max_cards=tuple(self.max_cards.items()),
+            allow_mix=self.allow_mix,
+            headroom=self.headroom,
+            min_replicas=self.min_replicas,
+            tensor_parallel=tuple(self.tensor_parallel),
+            allow_pcie_tensor_parallel=self.allow_pcie_tensor_parallel,
+            owned=OwnedCost(o.amortization_months, o.usd_per_kwh, o.pue),
+        )
+
+
+class PlanRequestIn(WireIn, kw_only=True):
+    """A fleet request."""
+
+    model: ModelIn
+    precision: Precision = "bf16"
+    kv_cache_precision: KvPrecision = "bf16"
+    engine: Engine = "vllm"
+    workload: WorkloadIn
+    slo: SloIn = msgspec.field(default_factory=SloIn)
+    budget: BudgetIn | None = None
+    constraints: ConstraintsIn = msgspec.field(default_factory=ConstraintsIn)
+    as_of: (
+        Annotated[datetime, Meta(tz=True, description="Plan with the prices known then.")] | None
+    ) = None
+
+    def to_draft(self) -> PlanDraft:
+        """The request as the domain takes it (still to be canonicalised)."""
+        w, s, b = self.workload, self.slo, self.budget
+        mix = (
+            tuple(MixShare(m.share, m.prompt_tokens, m.output_tokens) for m in w.mix)
+            if w.mix is not None
+            else None
+        )
+        return PlanDraft(
+            model=self.model if isinstance(self.model, str) else self.model.to_mapping(),
+            workload=WorkloadDraft(w.qps, w.prompt_tokens, w.output_tokens, mix),
+            precision=self.precision,
+            kv_cache_precision=self.kv_cache_precision,
+            engine=self.engine,
+            slo=Slo(s.ttft_ms, s.tpot_ms, s.e2e_ms, s.percentile),
+            budget=BudgetDraft(b.usd_per_hour, b.usd_per_month) if b is not None else None,
+            constraints=self.constraints.to_draft(),
+            as_of=self.as_of,
+        )

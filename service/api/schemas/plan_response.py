@@ -1,0 +1,209 @@
+"""The plan a solve answers, on the wire: ``PlanOut`` and its parts, built from the domain's
+``SolvedPlan`` (numbers rounded for reading; infinities shown as -1)."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Annotated, Any
+
+from msgspec import Meta
+
+from service.api.schemas.common import Millis, ReqPerS, Share, UsdPerHour, UsdPerMonth, WireOut
+from service.domain.planner import (
+    HOURS_PER_MONTH,
+    Alternative,
+    Fleet,
+    FleetLine,
+    SolvedPlan,
+    canonical_document,
+)
+from service.domain.vocabulary import PlanStatusName
+
+
+class CanonicalRequest(WireOut, kw_only=True):
+    """The request with every default filled, aliases resolved and lists sorted."""
+
+    # Built from service.domain.planner.canonical_document: what the plan id hashes.
+
+    model: str | dict[str, Any]
+    precision: str
+    kv_cache_precision: str
+    engine: str
+    workload: dict[str, Any]
+    slo: dict[str, Any]
+    budget: dict[str, Any] | None
+    constraints: dict[str, Any]
+    as_of: datetime | None
+
+
+def _r(value: float, digits: int) -> float:
+    if math.isinf(value) or math.isnan(value):
+        return -1.0
+    return round(value, digits)
+
+
+class BucketLoadOut(WireOut, kw_only=True):
+    bucket: str
+    qps: ReqPerS
+
+
+class FleetLineOut(WireOut, kw_only=True):
+    gpu: str
+    provider: str
+    region: str
+    instance_type: str
+    pricing: str
+    tensor_parallel: int
+    replicas: int
+    instances: int
+    cards: int
+    usd_per_hour: UsdPerHour
+    qps_capacity: ReqPerS
+    assigned_qps: float
+    ttft_ms: Millis
+    tpot_ms: float
+    utilization: Share
+    buckets: list[BucketLoadOut]
+
+    @classmethod
+    def from_domain(cls, line: FleetLine) -> FleetLineOut:
+        return cls(
+            gpu=line.gpu,
+            provider=line.provider,
+            region=line.region,
+            instance_type=line.instance_type,
+            pricing=line.pricing,
+            tensor_parallel=line.tensor_parallel,
+            replicas=line.replicas,
+            instances=line.instances,
+            cards=line.cards,
+            usd_per_hour=_r(line.usd_per_hour, 4),
+            qps_capacity=_r(line.qps_capacity, 3),
+            assigned_qps=_r(line.assigned_qps, 3),
+            ttft_ms=_r(line.ttft_ms, 1),
+            tpot_ms=_r(line.tpot_ms, 2),
+            utilization=_r(line.utilization, 3),
+            buckets=[BucketLoadOut(bucket=b, qps=_r(q, 3)) for b, q in line.buckets],
+        )
+
+
+class AlternativeOut(WireOut, kw_only=True):
+    """The cheapest fleet of one GPU type alone (lines as in the plan's fleet)."""
+
+    gpu: str
+    usd_per_hour: UsdPerHour
+    usd_per_month: UsdPerMonth
+    total_cards: int
+    fleet: list[FleetLineOut]
+
+    @classmethod
+    def from_domain(cls, alt: Alternative) -> AlternativeOut:
+        return cls(
+            gpu=alt.gpu,
+            usd_per_hour=_r(alt.fleet.usd_per_hour, 4),
+            usd_per_month=_r(alt.fleet.usd_per_month, 2),
+            total_cards=alt.fleet.total_cards,
+            fleet=[FleetLineOut.from_domain(line) for line in alt.fleet.lines],
+        )
+
+
+class SavingsOut(WireOut, kw_only=True):
+    versus_gpu: str
+    usd_per_hour: UsdPerHour
+    usd_per_month: UsdPerMonth
+    percent: Annotated[float, Meta(description="Percent of the single-type fleet's cost.")]
+
+
+class RejectionOut(WireOut, kw_only=True):
+    gpu: str
+    code: str
+    reason: str
+
+
+class BucketOut(WireOut, kw_only=True):
+    bucket: str
+    share: Share
+    prompt_tokens: int
+    output_tokens: int
+    qps: ReqPerS
+
+
+class PlanOut(WireOut, kw_only=True):
+    """A solved plan. Identical requests at the same catalog revision give identical bytes."""
+
+    plan_id: str
+    status: PlanStatusName
+    catalog_revision: int
+    prices_as_of: datetime | None
+    usd_per_hour: UsdPerHour | None
+    usd_per_month: UsdPerMonth | None
+    usd_per_million_output_tokens: (
+        Annotated[
+            float, Meta(description="US dollars per million output tokens at the target load.")
+        ]
+        | None
+    )
+    total_cards: int
+    qps_capacity: ReqPerS
+    fleet: list[FleetLineOut]
+    alternatives: list[AlternativeOut]
+    savings_vs_best_single_type: SavingsOut | None
+    rejected: list[RejectionOut]
+    max_qps_within_budget: ReqPerS | None
+    explanation: list[str]
+    assumptions: list[str]
+    buckets: list[BucketOut]
+    request: CanonicalRequest
+
+    @classmethod
+    def from_domain(cls, solved: SolvedPlan) -> PlanOut:
+        plan = solved.plan
+        fleet: Fleet | None = plan.fleet
+        savings = plan.savings_vs_best_single_type
+        return cls(
+            plan_id=solved.plan_id,
+            status=plan.status,
+            catalog_revision=solved.revision,
+            prices_as_of=plan.prices_as_of,
+            usd_per_hour=_r(fleet.usd_per_hour, 4) if fleet else None,
+            usd_per_month=_r(fleet.usd_per_month, 2) if fleet else None,
+            usd_per_million_output_tokens=(
+                _r(plan.usd_per_million_output_tokens, 4)
+                if plan.usd_per_million_output_tokens is not None
+                else None
+            ),
+            total_cards=fleet.total_cards if fleet else 0,
+            qps_capacity=_r(fleet.qps_capacity or 0.0, 3) if fleet else 0.0,
+            fleet=[FleetLineOut.from_domain(line) for line in fleet.lines] if fleet else [],
+            alternatives=[AlternativeOut.from_domain(a) for a in plan.alternatives],
+            savings_vs_best_single_type=(
+                SavingsOut(
+                    versus_gpu=savings.versus_gpu,
+                    usd_per_hour=_r(savings.usd_per_hour, 4),
+                    usd_per_month=_r(savings.usd_per_hour * HOURS_PER_MONTH, 2),
+                    percent=_r(savings.percent, 2),
+                )
+                if savings is not None
+                else None
+            ),
+            rejected=[RejectionOut(gpu=r.gpu, code=r.code, reason=r.reason) for r in plan.rejected],
+            max_qps_within_budget=(
+                _r(plan.max_qps_within_budget, 3)
+                if plan.max_qps_within_budget is not None
+                else None
+            ),
+            explanation=list(plan.explanation),
+            assumptions=list(plan.assumptions),
+            buckets=[
+                BucketOut(
+                    bucket=b.key,
+                    share=_r(b.share, 6),
+                    prompt_tokens=b.prompt_tokens,
+                    output_tokens=b.output_tokens,
+                    qps=_r(b.qps, 4),
+                )
+                for b in plan.buckets
+            ],
+            request=CanonicalRequest(**canonical_document(solved.request)),
+        )

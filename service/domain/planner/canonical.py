@@ -1,0 +1,196 @@
+"""Canonicalisation: a ``PlanDraft`` (what a caller gave) -> the canonical ``PlanRequest``.
+
+Rules, so that equivalent requests share one plan id:
+
+- the model resolves to its preset id (aliases, case and org prefixes ignored); a custom model
+  keeps the fields given;
+- a single ``prompt_tokens``/``output_tokens`` pair is a one-shape mix of share 1; mix entries
+  of one shape are merged, sorted by (prompt, output) tokens and their shares divided by their
+  sum (which must be 1 within ``SHARE_TOLERANCE``);
+- a monthly budget becomes USD per hour (730 hours a month);
+- GPU names resolve to catalog ids, then are sorted and de-duplicated; two ``max_cards`` caps
+  on one GPU keep the smaller; provider ids are lowercased, regions stripped; empty provider
+  or region lists mean "any";
+- ``as_of`` moves to UTC.
+
+Errors are ``InvalidInput`` / ``NotFound`` naming the field by its path in the POST body
+(``workload.mix``, ``constraints.gpus[2]``); other front doors translate paths to their own
+names. Pure: the catalog snapshot is a parameter.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import UTC
+from typing import Any
+
+from service.domain.catalog import CatalogSnapshot
+from service.domain.errors import InvalidInput
+from service.domain.llm import ResolvedModel, resolve_model
+from service.domain.perfmodel import Slo
+from service.domain.planner.draft import (
+    BudgetDraft,
+    ConstraintsDraft,
+    MixShare,
+    PlanDraft,
+    WorkloadDraft,
+)
+from service.domain.planner.request import (
+    HOURS_PER_MONTH,
+    OwnedCost,
+    PlanConstraints,
+    PlanRequest,
+    WorkloadBucket,
+)
+
+SHARE_TOLERANCE = 1e-6
+"""How far the mix shares may sum from 1 (they are then divided by their sum)."""
+
+
+def canonical_request(
+    draft: PlanDraft, snapshot: CatalogSnapshot, *, time_limit_s: float = 2.0
+) -> PlanRequest:
+    """The canonical request for ``draft`` against the GPUs of ``snapshot``.
+
+    ``time_limit_s`` (seconds per MILP solve) is carried along for the planner; it is not
+    part of the request's identity. Raises ``InvalidInput`` or ``NotFound`` naming the field.
+    """
+    model = _resolve(draft.model)
+    return PlanRequest(
+        model=model,
+        precision=draft.precision,
+        kv_precision=draft.kv_cache_precision,
+        engine=draft.engine,
+        qps=float(draft.workload.qps),
+        buckets=_buckets(draft.workload, model),
+        slo=_slo(draft.slo),
+        budget_usd_per_hour=_budget_usd_per_hour(draft.budget),
+        constraints=_constraints(draft.constraints, snapshot),
+        as_of=draft.as_of.astimezone(UTC) if draft.as_of is not None else None,
+        time_limit_s=time_limit_s,
+        model_spec=None if isinstance(draft.model, str) else draft.model,
+    )
+
+
+def normalize_provider(name: str) -> str:
+    """Provider ids are lowercase slugs (``aws``, ``lambda``, ``vast``)."""
+    return name.strip().lower()
+
+
+def _resolve(spec: str | Mapping[str, Any]) -> ResolvedModel:
+    """``resolve_model`` with every field it names put under ``model`` (it names some relative
+    to the model object, e.g. ``params_b``)."""
+    try:
+        return resolve_model(spec)
+    except InvalidInput as exc:
+        where = exc.field or ""
+        if where != "model" and not where.startswith("model."):
+            raise InvalidInput(exc.message, field=f"model.{where}" if where else "model") from exc
+        raise
+
+
+def _shapes(w: WorkloadDraft) -> list[tuple[int, int, float]]:
+    """(prompt tokens, output tokens, share) per distinct shape, sorted, shares summing to 1."""
+    if w.mix is None:
+        if w.prompt_tokens is None or w.output_tokens is None:
+            missing = "prompt_tokens" if w.prompt_tokens is None else "output_tokens"
+            raise InvalidInput(
+                f"{missing} is required (or give a mix of request shapes)",
+                field=f"workload.{missing}",
+            )
+        return [(w.prompt_tokens, w.output_tokens, 1.0)]
+    if w.prompt_tokens is not None or w.output_tokens is not None:
+        raise InvalidInput(
+            "give either mix or prompt_tokens/output_tokens, not both", field="workload.mix"
+        )
+    return _merged(w.mix)
+
+
+def _merged(mix: tuple[MixShare, ...]) -> list[tuple[int, int, float]]:
+    total = math.fsum(float(b.share) for b in mix)
+    if abs(total - 1.0) > SHARE_TOLERANCE:
+        raise InvalidInput(f"mix shares sum to {total:.6g}, not 1", field="workload.mix")
+    merged: dict[tuple[int, int], float] = {}
+    for p, o, s in sorted((b.prompt_tokens, b.output_tokens, float(b.share)) for b in mix):
+        merged[(p, o)] = merged.get((p, o), 0.0) + s
+    return [(p, o, s / total) for (p, o), s in sorted(merged.items())]
+
+
+def _buckets(w: WorkloadDraft, model: ResolvedModel) -> tuple[WorkloadBucket, ...]:
+    shapes = _shapes(w)
+    max_context = model.arch.max_context
+    for i, (p, o, _) in enumerate(shapes):
+        if p + o > max_context:
+            raise InvalidInput(
+                f"{p} prompt + {o} output tokens exceed {model.arch.id}'s context of {max_context}",
+                field="workload.prompt_tokens" if w.mix is None else f"workload.mix[{i}]",
+            )
+    return tuple(
+        WorkloadBucket(key=f"b{i}", share=s, prompt_tokens=p, output_tokens=o)
+        for i, (p, o, s) in enumerate(shapes)
+    )
+
+
+def _slo(slo: Slo) -> Slo:
+    def ms(value: float | None) -> float | None:
+        return None if value is None else float(value)
+
+    return Slo(
+        ttft_ms=ms(slo.ttft_ms),
+        tpot_ms=ms(slo.tpot_ms),
+        e2e_ms=ms(slo.e2e_ms),
+        percentile=float(slo.percentile),
+    )
+
+
+def _budget_usd_per_hour(budget: BudgetDraft | None) -> float | None:
+    if budget is None:
+        return None
+    hour, month = budget.usd_per_hour, budget.usd_per_month
+    if hour is not None and month is None:
+        return float(hour)
+    if month is not None and hour is None:
+        return float(month) / HOURS_PER_MONTH
+    raise InvalidInput("give exactly one of usd_per_hour or usd_per_month", field="budget")
+
+
+def _gpu_ids(snapshot: CatalogSnapshot, names: tuple[str, ...], field: str) -> tuple[str, ...]:
+    return tuple(
+        sorted(
+            {snapshot.resolve_gpu(n, field_name=f"{field}[{i}]").id for i, n in enumerate(names)}
+        )
+    )
+
+
+def _max_cards(snapshot: CatalogSnapshot, caps: tuple[tuple[str, int], ...]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for name, cards in sorted(caps):
+        gpu = snapshot.resolve_gpu(name, field_name=f"constraints.max_cards.{name}").id
+        out[gpu] = min(cards, out.get(gpu, cards))
+    return out
+
+
+def _constraints(c: ConstraintsDraft, snapshot: CatalogSnapshot) -> PlanConstraints:
+    gpus = _gpu_ids(snapshot, c.gpus, "constraints.gpus") if c.gpus is not None else None
+    providers = tuple(sorted({normalize_provider(p) for p in c.providers})) if c.providers else None
+    regions = tuple(sorted({r.strip() for r in c.regions})) if c.regions else None
+    owned = OwnedCost(
+        amortization_months=float(c.owned.amortization_months),
+        usd_per_kwh=float(c.owned.usd_per_kwh),
+        pue=float(c.owned.pue),
+    )
+    return PlanConstraints(
+        gpus=gpus,
+        exclude_gpus=_gpu_ids(snapshot, c.exclude_gpus, "constraints.exclude_gpus"),
+        providers=providers,
+        regions=regions,
+        pricing=c.pricing,
+        max_cards=tuple(sorted(_max_cards(snapshot, c.max_cards).items())),
+        allow_mix=c.allow_mix,
+        headroom=float(c.headroom),
+        min_replicas=c.min_replicas,
+        tensor_parallel=tuple(sorted(set(c.tensor_parallel))),
+        allow_pcie_tensor_parallel=c.allow_pcie_tensor_parallel,
+        owned=owned,
+    )
