@@ -1,8 +1,10 @@
-"""Calibrated constants: their structure, and the engine profiles that use them.
+"""Calibrated constants: their structure, the engine profiles that use them, and the registry of
+calibrated engine builds.
 
 The numbers live in :mod:`service.domain.perfmodel.constants`, a Python module written by
-``bench/calibrate.py`` (least squares on log ratios against ``service/data/calibration.csv``;
-its docstring records the command, date and fit error). This module only gives them shape.
+``bench/calibrate.py`` (least squares on log ratios against the measurements in
+``service/data/``; its docstring records the command, the rows used and the fit and
+leave-one-source-out validation errors). This module only gives them shape.
 
 Constant groups (what physically differs, see ``hardware`` for the GPU groups):
 
@@ -15,12 +17,13 @@ Constant groups (what physically differs, see ``hardware`` for the GPU groups):
   attention reaches when streaming the (paged) KV cache; ``ep_imbalance`` (>= 1) the slowest
   rank's share of routed-expert work over the mean when experts are sharded by expert
   (expert parallelism: routing is never perfectly balanced);
-* per engine build: ``eff_compute``/``eff_memory`` multipliers, fixed per-iteration cost
-  ``step_overhead_ms`` + ``layer_overhead_us`` x layers (launch latency, synchronisation and
-  kernel tails that short kernels cannot hide), host-side ``seq_overhead_us`` x running
-  sequences (scheduling, sampling, bookkeeping) overlapped with GPU work so an iteration takes
-  the longer of the two, and ``ttft_overhead_ms`` (request handling before the first
-  iteration);
+* per engine build (``engines``, keyed ``<engine>-<major.minor>``, or ``<engine>`` for a fit
+  pooled over all of an engine's versions): ``eff_compute``/``eff_memory`` multipliers, fixed
+  per-iteration cost ``step_overhead_ms`` + ``layer_overhead_us`` x layers (launch latency,
+  synchronisation and kernel tails that short kernels cannot hide), host-side
+  ``seq_overhead_us`` x running sequences (scheduling, sampling, bookkeeping) overlapped with GPU
+  work so an iteration takes the longer of the two, and ``ttft_overhead_ms`` (request handling
+  before the first iteration);
 * load: ``closed_loop_ca2``, the squared coefficient of variation of arrivals from a closed loop
   of clients sending identical requests (they drift in step, so arrivals are burstier than
   Poisson's 1); it scales the prompt-queue wait (Kingman's G/D/1 approximation);
@@ -28,18 +31,28 @@ Constant groups (what physically differs, see ``hardware`` for the GPU groups):
   NVLink-class links and for PCIe;
 * memory: ``reserve_gb`` per card for the CUDA context, library workspaces and communication
   buffers, plus ``reserve_frac`` of the card's memory (allocator fragmentation and caching);
-  ``act_scale`` multiplies the activation/workspace estimate of ``core`` (buffers sized by the
-  per-iteration token budget).
+  ``act_scale`` multiplies the activation/workspace estimate of ``coefficients`` (buffers sized
+  by the per-iteration token budget).
+
+Engine profiles (:class:`EngineProfile`) pair an engine's *structure* (documented scheduler and
+memory defaults, :func:`serving_structure`; not fitted) with a key into the fitted constants.
+The registry (:func:`profile_registry`) lists every calibrated build as a
+:class:`CalibratedProfile`: its rows, sources and leave-one-source-out error per GPU family and
+metric, so an estimate can cite how well its profile predicted data it was not fitted on. A
+plain ``engine`` resolves to the newest calibrated build (:func:`resolve_profile`); an engine
+without usable measurements says so (``calibrated=False``) instead of borrowing a judgement as
+if it were data.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
+from service.domain.errors import InvalidInput
 from service.domain.perfmodel import constants as _constants
-from service.domain.perfmodel.values import Engine
+from service.domain.perfmodel.values import ENGINES, Engine
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,43 +205,180 @@ class EngineProfile:
     note: str = ""
 
 
-# Public engines. vLLM, SGLang and TGI have no rows in calibration.csv: they share the
-# TensorRT-LLM 1.0 (PyTorch backend) constants with a stated derating. The derating is a
-# judgement informed by BentoML's June 2024 comparison (bentoml.com/blog/benchmarking-llm-
-# inference-backends: on A100 80GB vLLM's token generation rate trailed LMDeploy/TensorRT-LLM;
-# TGI trailed further) and SGLang's own reports of parity with TensorRT-LLM; it is not fitted.
-PUBLIC_PROFILES: dict[Engine, EngineProfile] = {
+# Structures of the serving engines (documented defaults of each engine; nothing here is fitted).
+# vLLM V1 (0.8 and later) on H100-class cards: max_num_seqs 1024, max_num_batched_tokens 8192
+# (``EngineArgs._set_default_args`` for the OpenAI server; 256 / 2048 on A100 and cards under
+# 70 GB, which a profile cannot express: the planner uses the H100-class values everywhere).
+_STRUCTURES: dict[str, EngineProfile] = {
     "trtllm": EngineProfile(
-        name="trtllm", constants="trtllm-1.0", derate=1.0, kv_fraction=0.9,
-        kv_fraction_of="free", full_reservation=True, max_batch=2048, max_num_tokens=8192,
-        chunked_prefill=True,
+        name="trtllm", constants="", derate=1.0, kv_fraction=0.9, kv_fraction_of="free",
+        full_reservation=True, max_batch=2048, max_num_tokens=8192, chunked_prefill=True,
         note="TensorRT-LLM (LLM API defaults: KV 0.9 of free memory, GUARANTEED_NO_EVICT, "
-        "max_batch_size 2048, max_num_tokens 8192); constants fitted on v1.0 PyTorch backend",
+        "max_batch_size 2048, max_num_tokens 8192)",
+    ),
+    "vllm-v0": EngineProfile(
+        name="vllm", constants="", derate=1.0, kv_fraction=0.9, kv_fraction_of="total",
+        full_reservation=False, max_batch=256, max_num_tokens=8192, chunked_prefill=False,
+        note="vLLM V0 (gpu_memory_utilization 0.9, max_num_seqs 256, whole-prompt prefill)",
     ),
     "vllm": EngineProfile(
-        name="vllm", constants="trtllm-1.0", derate=0.9, kv_fraction=0.9,
-        kv_fraction_of="total", full_reservation=False, max_batch=256, max_num_tokens=8192,
-        chunked_prefill=True,
-        note="vLLM (gpu_memory_utilization 0.9, max_num_seqs 256, chunked prefill 8192 tokens); "
-        "no calibration data: TensorRT-LLM 1.0 constants x 0.9 (judgement)",
+        name="vllm", constants="", derate=1.0, kv_fraction=0.9, kv_fraction_of="total",
+        full_reservation=False, max_batch=1024, max_num_tokens=8192, chunked_prefill=True,
+        note="vLLM V1 (gpu_memory_utilization 0.9, max_num_seqs 1024, chunked prefill 8192 "
+        "tokens: the H100-class defaults)",
     ),
     "sglang": EngineProfile(
-        name="sglang", constants="trtllm-1.0", derate=0.95, kv_fraction=0.88,
-        kv_fraction_of="total", full_reservation=False, max_batch=1024, max_num_tokens=8192,
-        chunked_prefill=True,
-        note="SGLang (mem_fraction_static 0.88, chunked prefill 8192 tokens); no calibration "
-        "data: TensorRT-LLM 1.0 constants x 0.95 (judgement)",
+        name="sglang", constants="", derate=1.0, kv_fraction=0.88, kv_fraction_of="total",
+        full_reservation=False, max_batch=1024, max_num_tokens=8192, chunked_prefill=True,
+        note="SGLang (mem_fraction_static 0.88, chunked prefill 8192 tokens)",
     ),
     "tgi": EngineProfile(
-        name="tgi", constants="trtllm-1.0", derate=0.8, kv_fraction=0.9,
-        kv_fraction_of="total", full_reservation=False, max_batch=512, max_num_tokens=4096,
-        chunked_prefill=True,
-        note="TGI (max_batch_prefill_tokens 4096, KV from remaining memory); no calibration "
-        "data: TensorRT-LLM 1.0 constants x 0.8 (judgement)",
+        name="tgi", constants="", derate=1.0, kv_fraction=0.9, kv_fraction_of="total",
+        full_reservation=False, max_batch=512, max_num_tokens=4096, chunked_prefill=True,
+        note="TGI (max_batch_prefill_tokens 4096, KV from remaining memory)",
     ),
 }  # fmt: skip
 
-# Profiles of the measured benchmarks (used by bench/calibrate.py; not offered to callers).
+
+def version_key(version: str) -> tuple[int, ...]:
+    """Sortable form of ``"major.minor"`` (``""`` sorts first)."""
+    return tuple(int(p) for p in version.split(".") if p.isdigit())
+
+
+def serving_structure(engine: str, version: str) -> EngineProfile:
+    """The documented scheduler/memory defaults of an engine build (no constants key set)."""
+    if engine == "vllm" and version and version_key(version) < (0, 8):
+        return _STRUCTURES["vllm-v0"]
+    if engine not in _STRUCTURES:
+        raise InvalidInput(f"unknown engine {engine!r}", field="engine")
+    return _STRUCTURES[engine]
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationCell:
+    """Leave-one-source-out error of a profile on one GPU family and metric: ``n`` rows,
+    median absolute percentage error and share within 25 % (fractions), median signed bias
+    (median of predicted / measured - 1)."""
+
+    family: str
+    metric: str
+    n: int
+    median_ape: float
+    within_25pct: float
+    bias: float
+
+
+@dataclass(frozen=True, slots=True)
+class CalibratedProfile:
+    """One engine build in the registry.
+
+    ``calibrated``: the build has constants fitted on its own measurements (``rows`` rows from
+    ``sources`` source documents on ``gpus``); otherwise ``note`` says what it uses instead.
+    ``validation``: its leave-one-source-out error per GPU family and metric (empty when it
+    has no data).
+    """
+
+    engine: str
+    version: str
+    profile: EngineProfile
+    calibrated: bool
+    rows: int
+    sources: int
+    gpus: tuple[str, ...]
+    validation: tuple[ValidationCell, ...]
+    note: str
+
+    @property
+    def name(self) -> str:
+        """``<engine>-<version>`` (``<engine>`` when the build has no version)."""
+        return f"{self.engine}-{self.version}" if self.version else self.engine
+
+
+def _entry(name: str, data: Mapping[str, object]) -> CalibratedProfile:
+    def s(key: str) -> str:
+        return str(data.get(key, ""))
+
+    def i(key: str) -> int:
+        value = data.get(key, 0)
+        if not isinstance(value, int | float):
+            raise TypeError(f"constants: profile {name!r} field {key!r} must be a number")
+        return int(value)
+
+    engine, version = s("engine"), s("version")
+    cells: list[ValidationCell] = []
+    validation = data.get("validation", {})
+    if isinstance(validation, Mapping):
+        for fam, metrics in sorted(validation.items()):
+            if not isinstance(metrics, Mapping):
+                continue
+            for metric, e in sorted(metrics.items()):
+                cells.append(
+                    ValidationCell(
+                        str(fam), str(metric), int(e["n"]), float(e["median_ape"]),
+                        float(e["within_25pct"]), float(e["bias"]),
+                    )
+                )  # fmt: skip
+    note = s("note")
+    derate_raw = data.get("derate", 1.0)
+    derate = float(derate_raw) if isinstance(derate_raw, int | float) else 1.0
+    base = serving_structure(engine, version)
+    profile = replace(
+        base, name=name, constants=s("constants"), derate=derate, note=f"{base.note}; {note}"
+    )
+    gpus_raw = data.get("gpus", ())
+    gpus = tuple(str(g) for g in gpus_raw) if isinstance(gpus_raw, list | tuple) else ()
+    return CalibratedProfile(
+        engine=engine, version=version, profile=profile, calibrated=bool(data.get("calibrated")),
+        rows=i("rows"), sources=i("sources"), gpus=gpus, validation=tuple(cells), note=note,
+    )  # fmt: skip
+
+
+@lru_cache(maxsize=1)
+def profile_registry() -> dict[tuple[str, str], CalibratedProfile]:
+    """Every registered engine build by ``(engine, version)`` (from ``constants.PROFILES``)."""
+    out: dict[tuple[str, str], CalibratedProfile] = {}
+    for name, data in sorted(_constants.PROFILES.items()):
+        if not isinstance(data, Mapping):
+            raise TypeError(f"constants: profile {name!r} must be a mapping")
+        entry = _entry(name, data)
+        out[(entry.engine, entry.version)] = entry
+    return out
+
+
+def known_versions(engine: str) -> tuple[str, ...]:
+    """Registered versions of ``engine``, oldest first (``""`` for an unversioned entry)."""
+    return tuple(sorted((v for e, v in profile_registry() if e == engine), key=version_key))
+
+
+def resolve_profile(engine: str, version: str | None = None) -> CalibratedProfile:
+    """The registered build of ``engine``: ``version`` exactly, or with ``None`` the newest
+    calibrated build (the unversioned entry when no build of the engine is calibrated).
+
+    Raises :class:`InvalidInput` for an unknown engine or version, listing the known ones.
+    """
+    reg = profile_registry()
+    versions = known_versions(engine)
+    if not versions:
+        raise InvalidInput(
+            f"unknown engine {engine!r}; known: {', '.join(sorted({e for e, _ in reg}))}",
+            field="engine",
+        )
+    if version is None:
+        calibrated = [v for v in versions if reg[(engine, v)].calibrated]
+        return reg[(engine, (calibrated or list(versions))[-1])]
+    if (engine, version) not in reg:
+        listed = ", ".join(v or "(unversioned)" for v in versions)
+        raise InvalidInput(
+            f"unknown {engine} version {version!r}; known versions: {listed}",
+            field="engine_version",
+        )
+    return reg[(engine, version)]
+
+
+# The profile a plain ``engine`` gets: its newest calibrated build.
+PUBLIC_PROFILES: dict[Engine, EngineProfile] = {e: resolve_profile(e).profile for e in ENGINES}
+
+# Profiles of the measured benchmark harnesses (used by bench/; not offered to callers).
 BENCH_PROFILES: dict[str, EngineProfile] = {
     # trtllm-bench throughput, TensorRT backend (v0.14): engine built by the trtllm-bench
     # heuristic (max batch from KV memory, <= 4096; token budget batch x (1 + ISL/OSL));

@@ -1,69 +1,185 @@
-"""The measured data resolves: every calibration.csv GPU and model label maps to the catalog and
-the presets, the committed constants cover every group and engine, and the fit error is recorded."""
+"""The measured data loads into typed rows: engine/version parsing, GPU and model mapping, length,
+load and metric parsing, every skipped row counted under a reason, and leave-one-source-out
+folds that never put a source on both sides."""
 
 from __future__ import annotations
 
 import csv
 from pathlib import Path
 
-from bench._calibration_data import ENGINE_LABELS, GPU_LABELS, load_gpus, load_rows
-from service.domain.perfmodel import constants
-from service.domain.perfmodel.calibration import (
-    BENCH_PROFILES,
-    PUBLIC_PROFILES,
-    default_calibration,
+import pytest
+
+from bench._calibration_data import (
+    GPU_LABELS,
+    SERVING_CSV,
+    LoadReport,
+    Row,
+    build_of,
+    load_gpus,
+    load_rows,
+    loso_splits,
+    parse_engine,
+    parse_lengths,
+    parse_load,
+    parse_serve_flags,
+    source_document,
 )
+from service.domain.perfmodel.calibration import BENCH_PROFILES
 from service.domain.perfmodel.hardware import CALIBRATED_GROUPS, calibration_group
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _labels(column: str) -> set[str]:
-    with (ROOT / "service" / "data" / "calibration.csv").open(encoding="utf-8") as fh:
-        return {r[column] for r in csv.DictReader(fh)}
+@pytest.fixture(scope="module")
+def loaded() -> tuple[list[Row], LoadReport]:
+    return load_rows()
+
+
+@pytest.mark.parametrize(
+    ("label", "expected"),
+    [
+        ("vLLM 0.6.3", ("vllm", "0.6")),
+        ("vLLM v0.11.0", ("vllm", "0.11")),
+        ("vLLM 0.11.1 (rocm/vllm:rocm7.0.0_vllm_0.11.1_20251103)", ("vllm", "0.11")),
+        ("vLLM (ROCm; version not stated)", ("vllm", "")),
+        ("vLLM (V1, ~Jan 2026)", ("vllm", "")),
+        ("SGLang v0.3.0", ("sglang", "0.3")),
+        ("SGLang v0.4.10.post1 (ROCm 6.3.0)", ("sglang", "0.4")),
+        ("SGLang (version not stated, ~v0.4.6; attn=fa3)", ("sglang", "")),
+        ("SGLang (main, ~v0.4.6, May 2025; PD disagg)", ("sglang", "")),
+        ("TGI v3.0 (Dec 2024)", ("tgi", "3.0")),
+        ("TensorRT-LLM v0.14.0", ("trtllm", "0.14")),
+        ("TensorRT-LLM v1.0", ("trtllm", "1.0")),
+        ("NVIDIA NIM 1.8.0 (Llama-3.3-70b-instruct)", ("trtllm", "1.8")),
+        ("LMDeploy v0.1.0a1 (TurboMind)", ("lmdeploy", "0.1")),
+    ],
+)
+def test_engine_and_version_parse(label: str, expected: tuple[str, str]) -> None:
+    assert parse_engine(label) == expected
+
+
+def test_unknown_engine_is_none_and_builds_are_keyed() -> None:
+    assert parse_engine("llama.cpp b1234") is None
+    assert build_of("trtllm", "1.8", "NVIDIA NIM 1.8.0 (x)") == "nim-1.8"
+    assert build_of("vllm", "0.11", "vLLM v0.11.0") == "vllm-0.11"
+    assert build_of("vllm", "", "vLLM (ROCm; version not stated)") == "vllm"
 
 
 def test_every_gpu_label_maps_to_a_catalog_gpu() -> None:
     gpus = load_gpus()
-    labels = _labels("gpu")
-    assert labels <= set(GPU_LABELS)
-    for label in labels:
-        assert GPU_LABELS[label] in gpus, label
-
-
-def test_every_engine_label_has_a_profile() -> None:
-    for label in _labels("engine"):
-        assert ENGINE_LABELS[label] in BENCH_PROFILES
-
-
-def test_rows_load_and_the_used_ones_are_classified() -> None:
-    rows = load_rows()
-    assert len(rows) == 1019
-    kinds = {r.kind for r in rows}
-    assert kinds == {"peak", "static", "closed", "pp", "sharegpt"}
-    assert sum(r.kind == "pp" for r in rows) == 60
-
-
-def test_calibrated_groups_cover_the_measured_gpus() -> None:
-    gpus = load_gpus()
-    groups = {calibration_group(gpus[g]).group for g in set(GPU_LABELS.values())}
-    assert groups == set(CALIBRATED_GROUPS)
     for gid in GPU_LABELS.values():
-        assert calibration_group(gpus[gid]).note == ""  # measured GPUs borrow nothing
+        assert gid in gpus
+    for name in ("calibration.csv", "serving_measurements.csv"):
+        with (ROOT / "service" / "data" / name).open(encoding="utf-8") as fh:
+            labels = {r["gpu"] for r in csv.DictReader(fh)}
+        unmapped = labels - set(GPU_LABELS)
+        # what the catalog lacks: NVIDIA's desktop GB10 and the B300
+        assert all(("GB10" in u or "B300" in u) for u in unmapped), unmapped
 
 
-def test_constants_cover_every_group_and_engine() -> None:
-    cal = default_calibration()
-    assert set(cal.group_by_name) == set(CALIBRATED_GROUPS)
-    used = {p.constants for p in (*BENCH_PROFILES.values(), *PUBLIC_PROFILES.values())}
-    assert used <= set(cal.engine_by_name)
-    for _, g in cal.groups:
-        assert 0.0 < g.eta_m <= 1.0 and 0.0 < g.eta_c <= 1.0
+def test_lengths_use_generated_means_and_flag_distributions() -> None:
+    eos = parse_lengths("32000", "random max 100 (mean 94; EOS not ignored)", "")
+    assert eos == (32000, 94, "fixed", ("eos",))
+    note = "client: vllm bench serve (ShareGPT (1000 prompts; mean in 217 / out 202 tokens))"
+    assert parse_lengths("ShareGPT", "ShareGPT", note) == (217, 202, "mean", ("sharegpt",))
+    assert parse_lengths("ShareGPT", "ShareGPT", "no means").startswith("lengths:")  # type: ignore[union-attr]
+    assert parse_lengths("~20000", "~2000", "")[:3] == (20000, 2000, "fixed")  # type: ignore[index]
+    assert isinstance(parse_lengths("random up to 1024", "random up to 1024", ""), str)
+    printed = "random dataset (500 prompts; mean in 3996 / out 200 tokens)"
+    assert parse_lengths("4000", "random max 200 (mean 200; EOS not ignored)", printed)[:2] == (
+        3996,
+        200,
+    )
 
 
-def test_fit_report_records_held_out_error() -> None:
-    report = constants.FIT_REPORT
-    held = report["held_out"]
-    assert isinstance(held, dict)
-    assert held["throughput"]["median_ape"] < 0.15
-    assert "Produced on" in (constants.__doc__ or "")
+def test_loads_parse() -> None:
+    assert parse_load("max (all 1000 requests at once)", "") == ("burst", 1000.0)
+    assert parse_load("max (1500 prompts, max-num-seqs 1500)", "") == ("burst", 1500.0)
+    assert parse_load("rate=16", "") == ("rate", 16.0)
+    assert parse_load("rate=1000", "ShareGPT, 200 prompts") == ("burst", 200.0)
+    assert parse_load("8", "") == ("concurrency", 8.0)
+    assert parse_load("max (offline, infinite request rate)", "") == ("peak", 0.0)
+    assert isinstance(parse_load("k6 load test, 200 requests", ""), str)
+
+
+def test_serving_command_flags() -> None:
+    flags = parse_serve_flags(
+        "serving: vllm serve m --max-num-seqs 1500 --max-num-batched-tokens 16384 "
+        "--gpu-memory-utilization 0.85 --async-scheduling; client: x"
+    )
+    assert not isinstance(flags, str)
+    serve, tags = flags
+    assert (serve.max_batch, serve.max_num_tokens, serve.kv_fraction) == (1500, 16384, 0.85)
+    assert "async-scheduling" in tags
+    assert isinstance(parse_serve_flags("serving: x --speculative-algorithm EAGLE3"), str)
+    assert isinstance(parse_serve_flags("serving: vllm serve m -pp 2; client"), str)
+
+
+def test_every_row_is_used_or_counted(loaded: tuple[list[Row], LoadReport]) -> None:
+    rows, report = loaded
+    read = sum(report.read.values())
+    skipped = sum(report.skipped.values())
+    assert report.read == {"calibration": 1019, "serving": 2722, "validation": 180}
+    assert len(rows) + skipped == read
+    assert [r.index for r in rows] == list(range(len(rows)))
+    reasons = set(report.skipped)
+    assert "config: speculative decoding (not modelled)" in reasons
+    assert "config: pipeline parallelism (not modelled)" in reasons
+    assert "lengths: ShareGPT without printed means" in reasons
+    # unknown models are listed with their row counts, and only they are skipped for it
+    unknown = report.unknown_models
+    assert unknown and sum(unknown.values()) == report.skipped["model: no preset"]
+
+
+def test_rows_are_classified(loaded: tuple[list[Row], LoadReport]) -> None:
+    rows, _ = loaded
+    engines = {r.engine for r in rows}
+    assert {"trtllm", "vllm", "sglang", "lmdeploy"} <= engines
+    assert {r.load for r in rows} == {"peak", "burst", "concurrency", "rate", "static"}
+    assert all(r.value > 0 and r.input_len >= 1 and r.output_len >= 1 for r in rows)
+    # pipeline-parallel TensorRT-LLM rows are out; every kept calibration row is one replica set
+    assert all(r.gpu_count % r.tp == 0 for r in rows)
+    # the Triton points of the v0.14 page are held out with the v0.14 peak rows
+    v014 = {r.source for r in rows if r.build == "trtllm-0.14"}
+    assert len(v014) == 1
+    assert all(r.build in BENCH_PROFILES or r.engine in ("vllm", "sglang", "tgi") for r in rows)
+
+
+def test_measured_gpus_fall_in_calibrated_groups(loaded: tuple[list[Row], LoadReport]) -> None:
+    rows, _ = loaded
+    gpus = load_gpus()
+    groups = {calibration_group(gpus[r.gpu_id]).group for r in rows}
+    assert set(CALIBRATED_GROUPS) <= groups
+
+
+def test_source_aliases_join_one_document() -> None:
+    a = source_document(
+        "github:arthurrasmusson/TensorRT-LLM@e00d4e6564921307dd264b61fe1d46f116095e0e "
+        "docs/source/performance/perf-overview.md (v0.14.0 revision) section 'Online'"
+    )
+    with (ROOT / "service" / "data" / "calibration.csv").open(encoding="utf-8") as fh:
+        v014 = next(r["source"] for r in csv.DictReader(fh) if r["engine"].endswith("v0.14.0"))
+    assert a == source_document(v014)
+    assert source_document("x") == "x"
+
+
+def test_loso_never_puts_a_source_on_both_sides(loaded: tuple[list[Row], LoadReport]) -> None:
+    rows, _ = loaded
+    by_index = {r.index: r for r in rows}
+    splits = list(loso_splits(rows))
+    assert len(splits) == len({r.source for r in rows})
+    seen: list[int] = []
+    for sp in splits:
+        train_sources = {by_index[i].source for i in sp.train}
+        test_sources = {by_index[i].source for i in sp.test}
+        assert test_sources == {sp.source}
+        assert sp.source not in train_sources
+        assert not set(sp.train) & set(sp.test)
+        assert len(sp.train) + len(sp.test) == len(rows)
+        seen += sp.test
+    assert sorted(seen) == [r.index for r in rows]  # every row scored exactly once
+
+
+def test_serving_copy_is_the_reference_file() -> None:
+    with SERVING_CSV.open(encoding="utf-8") as fh:
+        assert sum(1 for _ in csv.DictReader(fh)) == 2722

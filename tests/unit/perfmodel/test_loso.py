@@ -1,0 +1,62 @@
+"""Leave-one-source-out validation: the fitting code never sees a row of the held-out source,
+and the held-out rows are the only ones predicted in their fold."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+import bench.accuracy as accuracy
+from bench._baseline_calibration import BASELINE_FITTED
+from bench._calibration_data import Row, load_gpus, load_rows, loso_splits
+from service.domain.catalog import GpuSpec
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[Row]:
+    return load_rows()[0]
+
+
+def _fold_sources(rows: Sequence[Row], engine: str) -> list[str]:
+    return sorted({r.source for r in rows if r.engine == engine})
+
+
+@pytest.mark.parametrize("engine", ["trtllm", "vllm", "sglang"])
+def test_fold_fits_only_on_other_sources(
+    rows: list[Row], engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[str] = []
+
+    def fake_stage_a(train: Sequence[Row], gpus: Mapping[str, GpuSpec]) -> dict[str, Any]:
+        seen.extend(r.source for r in train)
+        return dict(BASELINE_FITTED)
+
+    def fake_stage_b(
+        base: Mapping[str, Any],
+        train: Sequence[Row],
+        gpus: Mapping[str, GpuSpec],
+        only: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        seen.extend(r.source for r in train)
+        return dict(base)
+
+    monkeypatch.setattr(accuracy, "fit_stage_a", fake_stage_a)
+    monkeypatch.setattr(accuracy, "fit_stage_b", fake_stage_b)
+    gpus = load_gpus()
+    held = _fold_sources(rows, engine)[0]
+    split = next(s for s in loso_splits(rows) if s.source == held)
+    preds = accuracy.fold_predictions(split, rows, gpus, dict(BASELINE_FITTED))
+    assert seen, "the fold must call the fitting code"
+    assert held not in seen
+    assert set(preds) == set(split.test)
+    assert all(rows[i].source == held for i in preds)
+
+
+def test_stats_count_unpredictable_rows_as_full_error() -> None:
+    s = accuracy.stats([(110.0, 100.0), (float("nan"), 100.0), (80.0, 100.0)])
+    assert s.n == 3
+    assert s.median_ape == pytest.approx(0.2)
+    assert s.within_25pct == pytest.approx(2 / 3)
+    assert s.bias == pytest.approx(-0.2)

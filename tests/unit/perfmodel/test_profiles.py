@@ -1,0 +1,95 @@
+"""The registry of calibrated engine builds: the default build of an engine is its newest
+calibrated one, an unknown version is a clear error listing the known ones, an engine without
+data says so, and every public profile points at constants that exist."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from service.domain.errors import InvalidInput
+from service.domain.perfmodel import calibration
+from service.domain.perfmodel.calibration import (
+    PUBLIC_PROFILES,
+    default_calibration,
+    known_versions,
+    profile_registry,
+    resolve_profile,
+)
+from service.domain.perfmodel.values import ENGINES
+
+_CELL = {"n": 12, "median_ape": 0.1, "within_25pct": 0.9, "bias": -0.02}
+SYNTHETIC = {
+    "vllm-0.6": {"engine": "vllm", "version": "0.6", "constants": "vllm-0.6",
+                 "calibrated": True, "rows": 40, "sources": 2, "gpus": ["a100-sxm-80gb"],
+                 "note": "fitted", "validation": {"ampere-hbm": {"ttft": _CELL}}},
+    "vllm-0.11": {"engine": "vllm", "version": "0.11", "constants": "vllm-0.11",
+                  "calibrated": True, "rows": 400, "sources": 12, "gpus": ["h100-sxm"],
+                  "note": "fitted", "validation": {"hopper-hbm": {"tpot": _CELL}}},
+    "vllm-0.19": {"engine": "vllm", "version": "0.19", "constants": "vllm",
+                  "calibrated": False, "rows": 15, "sources": 1, "gpus": ["h100-sxm"],
+                  "note": "pooled", "validation": {}},
+    "tgi": {"engine": "tgi", "version": "", "constants": "trtllm-1.0", "calibrated": False,
+            "rows": 0, "sources": 0, "gpus": [], "note": "no usable tgi measurements",
+            "validation": {}},
+}  # fmt: skip
+
+
+@pytest.fixture
+def synthetic(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(calibration._constants, "PROFILES", SYNTHETIC)
+    profile_registry.cache_clear()
+    yield
+    profile_registry.cache_clear()
+
+
+@pytest.mark.usefixtures("synthetic")
+def test_default_is_the_newest_calibrated_build() -> None:
+    # 0.19 is newer but has no fit of its own: 0.11 (not 0.6: versions compare numerically)
+    entry = resolve_profile("vllm")
+    assert (entry.engine, entry.version, entry.calibrated) == ("vllm", "0.11", True)
+    assert entry.profile.constants == "vllm-0.11"
+    assert entry.name == "vllm-0.11"
+    assert known_versions("vllm") == ("0.6", "0.11", "0.19")
+
+
+@pytest.mark.usefixtures("synthetic")
+def test_a_named_version_resolves_and_carries_its_validation() -> None:
+    entry = resolve_profile("vllm", "0.6")
+    assert entry.rows == 40 and entry.sources == 2
+    (cell,) = entry.validation
+    assert (cell.family, cell.metric, cell.n, cell.median_ape) == ("ampere-hbm", "ttft", 12, 0.1)
+    assert resolve_profile("vllm", "0.19").profile.constants == "vllm"
+
+
+@pytest.mark.usefixtures("synthetic")
+def test_unknown_version_lists_the_known_ones() -> None:
+    with pytest.raises(InvalidInput) as err:
+        resolve_profile("vllm", "0.7")
+    assert "0.6, 0.11, 0.19" in err.value.message
+    assert err.value.field == "engine_version"
+    with pytest.raises(InvalidInput, match="unknown engine"):
+        resolve_profile("llamacpp")
+
+
+@pytest.mark.usefixtures("synthetic")
+def test_engine_without_data_says_so() -> None:
+    entry = resolve_profile("tgi")
+    assert not entry.calibrated and entry.rows == 0 and entry.validation == ()
+    assert "no usable" in entry.note
+    assert entry.profile.derate == 1.0  # no judgement multiplier dressed up as data
+
+
+def test_committed_registry_covers_every_public_engine() -> None:
+    cal = default_calibration()
+    assert set(PUBLIC_PROFILES) == set(ENGINES)
+    for engine in ENGINES:
+        entry = resolve_profile(engine)
+        assert entry.profile.constants in cal.engine_by_name
+        assert PUBLIC_PROFILES[engine] == entry.profile
+        if entry.calibrated:
+            assert entry.rows > 0 and entry.sources > 0
+    for (engine, version), entry in profile_registry().items():
+        assert entry.engine == engine and entry.version == version
+        assert entry.profile.constants in cal.engine_by_name
