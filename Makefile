@@ -26,6 +26,7 @@ run: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff format --check service tests bench
 	$(BIN)/ruff check service tests bench
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

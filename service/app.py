@@ -44,6 +44,7 @@ from service.usecases.catalog import CatalogService
 from service.usecases.catalog_state import CatalogState
 from service.usecases.estimating import EstimatingService
 from service.usecases.planning import LOCAL_ENTRIES, PlanningService
+from service.usecases.readiness import ReadinessCheck
 from service.usecases.solver_pool import SolverPool
 
 log = logging.getLogger("gpuplan.app")
@@ -61,10 +62,6 @@ class SchemaBehind(RuntimeError):
 class Services:
     """What the lifespan built; handlers reach it through named dependencies."""
 
-    settings: Settings
-    engine: AsyncEngine
-    repo: CatalogRepository
-    catalog_state: CatalogState
     catalog: CatalogService
     plan_cache: PlanCache
     metrics: Metrics
@@ -81,8 +78,9 @@ def provide_catalog(state: State) -> CatalogService:
     return _services(state).catalog
 
 
-def provide_plan_cache(state: State) -> PlanCache:
-    return _services(state).plan_cache
+def provide_readiness(state: State) -> ReadinessCheck:
+    services = _services(state)
+    return ReadinessCheck(services.catalog, services.plan_cache)
 
 
 def provide_metrics(state: State) -> Metrics:
@@ -178,10 +176,6 @@ def create_app(
                 local_entries=min(settings.plan_cache_max_entries, LOCAL_ENTRIES),
             )
             app.state.services = Services(
-                settings=settings,
-                engine=engine,
-                repo=repo,
-                catalog_state=state,
                 catalog=CatalogService(repo, state, clock, timeout_s=settings.database_timeout_s),
                 plan_cache=cache,
                 metrics=metrics,
@@ -226,7 +220,7 @@ def create_app(
         lifespan=[lifespan],
         dependencies={
             "catalog": Provide(provide_catalog, sync_to_thread=False),
-            "plan_cache": Provide(provide_plan_cache, sync_to_thread=False),
+            "readiness": Provide(provide_readiness, sync_to_thread=False),
             "metrics": Provide(provide_metrics, sync_to_thread=False),
             "planning": Provide(provide_planning, sync_to_thread=False),
             "estimating": Provide(provide_estimating, sync_to_thread=False),

@@ -7,16 +7,14 @@ name and why, before anything starts.
 from __future__ import annotations
 
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
 
 import click
 
 from service import __version__
-from service.cli_common import error_text, fail, run
+from service.cli_common import error_text, fail, open_repository, run
 from service.settings import Settings, SettingsError, load_settings, redact_url
-
-T = TypeVar("T")
 
 
 def _settings() -> Settings:
@@ -173,6 +171,7 @@ def catalog_import(csv_file: Path) -> None:
       gpuplan catalog import new-prices.csv
       gpuplan catalog export > all.csv && gpuplan catalog import all.csv   # inserts 0
     """
+    from service.domain.catalog import IngestResult
     from service.usecases.catalog_io import import_prices
 
     settings = _settings()
@@ -183,8 +182,12 @@ def catalog_import(csv_file: Path) -> None:
         if show:
             click.echo(f"\r  {done}/{total} observations", nl=False, err=True)
 
+    async def go() -> IngestResult:
+        async with open_repository(settings) as repo:
+            return await import_prices(repo, text, datetime.now(UTC), progress=progress)
+
     try:
-        result = run(import_prices(settings, text, progress=progress))
+        result = run(go())
     except Exception as exc:  # noqa: BLE001 - reported as a one-line error, not a traceback
         if show:
             click.echo("", err=True)
@@ -210,8 +213,13 @@ def catalog_export(gpu: str | None) -> None:
     from service.usecases.catalog_io import export_prices
 
     settings = _settings()
+
+    async def go() -> str:
+        async with open_repository(settings) as repo:
+            return await export_prices(repo, gpu)
+
     try:
-        text = run(export_prices(settings, gpu))
+        text = run(go())
     except Exception as exc:  # noqa: BLE001 - reported as a one-line error, not a traceback
         fail(error_text(exc))
     click.echo(text, nl=False)

@@ -1,13 +1,19 @@
-"""Helpers shared by the ``gpuplan`` commands: run a coroutine, fail with one line."""
+"""Helpers shared by the ``gpuplan`` commands: run a coroutine, fail with one line, open the
+configured catalog database."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable
-from typing import NoReturn, TypeVar
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from service.settings import Settings
+    from service.store.repositories import CatalogRepository
 
 T = TypeVar("T")
 
@@ -34,3 +40,20 @@ def error_text(exc: BaseException) -> str:
     if isinstance(exc, DomainError):
         return exc.message + (f" ({exc.field})" if exc.field else "")
     return f"{type(exc).__name__}: {exc}"
+
+
+@asynccontextmanager
+async def open_repository(settings: Settings) -> AsyncIterator[CatalogRepository]:
+    """A repository on the configured database (an embedded SQLite file is migrated first);
+    the engine is disposed on exit."""
+    from service.store.database import create_engine
+    from service.store.migrate import upgrade
+    from service.store.repositories import CatalogRepository
+
+    engine = create_engine(settings.database_url, timeout_s=settings.database_timeout_s)
+    try:
+        if settings.database_backend == "sqlite":
+            await upgrade(engine)
+        yield CatalogRepository(engine)
+    finally:
+        await engine.dispose()

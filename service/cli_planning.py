@@ -22,12 +22,11 @@ from service.api.schemas.plan_fields import PLAN_FIELDS, plan_flat_name, plan_re
 from service.api.schemas.plan_request import PlanRequestIn
 from service.api.schemas.plan_response import PlanOut
 from service.cache.memory import MemoryPlanCache
-from service.cli_common import error_text, fail, run
+from service.cli_common import error_text, fail, open_repository, run
 from service.domain.errors import DomainError
 from service.domain.perfmodel import ENGINES, KV_PRECISIONS, PRECISIONS
 from service.domain.planner import PlanDraft, SolvedPlan
 from service.settings import Settings
-from service.usecases.catalog_io import open_repository
 from service.usecases.catalog_state import CatalogState
 from service.usecases.errors import ServiceUnavailable
 from service.usecases.estimating import EstimatingService

@@ -31,6 +31,7 @@ from service.domain.catalog import (
 )
 from service.domain.errors import Conflict, UnknownGpu
 from service.store.cursor import decode_cursor, encode_cursor
+from service.store.errors import outage_as_unavailable
 from service.store.models import CatalogStateRow, GpuRow, PricePointRow, UtcDateTime
 from service.store.rows import (
     gpu_from_row,
@@ -44,7 +45,8 @@ _INSERT_CHUNK = 1000
 
 
 class CatalogRepository:
-    """Reads and writes the catalog. Returns domain values only."""
+    """Reads and writes the catalog. Returns domain values only; an unreachable database
+    raises ``DatabaseUnavailable`` (``store/errors.py``)."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
@@ -58,11 +60,13 @@ class CatalogRepository:
 
     # ---- reads -------------------------------------------------------------------------
 
+    @outage_as_unavailable
     async def ping(self) -> None:
         """Raise if the database does not answer a trivial query."""
         async with self._engine.connect() as connection:
             await connection.exec_driver_sql("SELECT 1")
 
+    @outage_as_unavailable
     async def revision(self) -> int:
         async with self._sessions() as session:
             value = await session.scalar(
@@ -72,6 +76,7 @@ class CatalogRepository:
             raise RuntimeError("catalog_state row missing: run `gpuplan migrate`")
         return int(value)
 
+    @outage_as_unavailable
     async def snapshot(self, as_of: datetime | None = None) -> CatalogSnapshot:
         """All GPUs and the latest observation of every offer at or before ``as_of``, read in
         one consistent transaction together with the revision they belong to."""
@@ -122,6 +127,7 @@ class CatalogRepository:
         ).all()
         return tuple(price_from_row(r) for r in rows)
 
+    @outage_as_unavailable
     async def price_history(self, gpu_id: str, query: PriceQuery) -> PricePage:
         """Observations of one GPU, newest first, filtered, one page at a time."""
         p = PricePointRow
@@ -150,6 +156,7 @@ class CatalogRepository:
         )
         return PricePage(tuple(price_from_row(r) for r in page), next_cursor)
 
+    @outage_as_unavailable
     async def summary(self) -> CatalogSummary:
         p = PricePointRow
         offers = (
@@ -179,6 +186,7 @@ class CatalogRepository:
 
     # ---- writes ------------------------------------------------------------------------
 
+    @outage_as_unavailable
     async def put_gpu(self, gpu: GpuSpec, now: datetime) -> PutGpuResult:
         """Create or replace one GPU's spec and bump the revision (one transaction)."""
         async with self._write() as session:
@@ -205,6 +213,7 @@ class CatalogRepository:
             await session.commit()
         return PutGpuResult(created=existing is None, revision=revision)
 
+    @outage_as_unavailable
     async def ingest_prices(
         self,
         points: Sequence[PricePoint],

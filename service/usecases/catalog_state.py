@@ -21,14 +21,22 @@ import logging
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from service.domain.catalog import CatalogSnapshot
-from service.store.repositories import CatalogRepository
-from service.usecases.errors import ServiceUnavailable
+from service.usecases.errors import ServiceUnavailable, failure_name
 
 log = logging.getLogger("gpuplan.catalog")
 
 _AS_OF_CACHE = 32
+
+
+class SnapshotSource(Protocol):
+    """What the catalog state reads (``store.repositories.CatalogRepository`` in the service)."""
+
+    async def snapshot(self, as_of: datetime | None = None) -> CatalogSnapshot: ...
+
+    async def revision(self) -> int: ...
 
 
 class CatalogUnavailable(ServiceUnavailable):
@@ -42,9 +50,11 @@ class SnapshotView:
 
 
 class CatalogState:
+    """The snapshot this process answers from, kept fresh by the rules in the module docstring."""
+
     def __init__(
         self,
-        repo: CatalogRepository,
+        repo: SnapshotSource,
         *,
         refresh_interval_s: float = 1.0,
         timeout_s: float = 2.0,
@@ -174,7 +184,7 @@ class CatalogState:
         self._last_error = None
 
     def _mark_down(self, exc: BaseException) -> None:
-        why = type(exc).__name__
+        why = failure_name(exc)
         if self._database_ok or self._last_error is None:
             log.warning(
                 "catalog database unreachable; answering from the last snapshot",

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
+from service.store.errors import DatabaseUnavailable
 
 T = TypeVar("T")
 
@@ -20,25 +20,16 @@ class ServiceUnavailable(Exception):
         self.retry_after_s = retry_after_s
 
 
-DATABASE_ERRORS: tuple[type[BaseException], ...] = (
-    OperationalError,
-    InterfaceError,
-    DBAPIError,
-    ConnectionError,
-    OSError,
-    TimeoutError,
-)
-
-
 async def with_database(call: Awaitable[T], timeout_s: float, what: str) -> T:
-    """Await a repository call; an outage or timeout becomes ``ServiceUnavailable``.
-
-    Integrity errors are ``DBAPIError`` subclasses too, but those that reach here are bugs
-    (inputs are validated first), so they are re-raised as they are.
-    """
+    """Await a repository call; an outage (``DatabaseUnavailable``, which the store raises for
+    any connection failure) or a timeout becomes ``ServiceUnavailable``."""
     try:
         return await asyncio.wait_for(call, timeout_s)
-    except IntegrityError:
-        raise
-    except DATABASE_ERRORS as exc:
+    except (DatabaseUnavailable, TimeoutError) as exc:
         raise ServiceUnavailable(f"{what}: the catalog database is unreachable") from exc
+
+
+def failure_name(exc: BaseException) -> str:
+    """The class name of what went wrong, for logs and readiness reports: the driver's error
+    behind a ``DatabaseUnavailable``, else the exception's own class."""
+    return exc.cause if isinstance(exc, DatabaseUnavailable) else type(exc).__name__

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Literal
 
 from litestar import Controller, Response, get
@@ -12,10 +11,7 @@ from litestar.status_codes import HTTP_200_OK, HTTP_503_SERVICE_UNAVAILABLE
 
 from service.api.openapi_docs import success
 from service.api.schemas.common import WireOut
-from service.cache.base import CacheUnavailable, PlanCache
-from service.usecases.catalog import CatalogService
-
-PROBE_TIMEOUT_S = 1.0
+from service.usecases.readiness import DependencyStatus, ReadinessCheck
 
 
 class Liveness(WireOut, kw_only=True):
@@ -62,39 +58,19 @@ class HealthController(Controller):
         summary="Dependencies reachable",
         cache=False,
     )
-    async def readyz(
-        self, catalog: NamedDependency[CatalogService], plan_cache: NamedDependency[PlanCache]
-    ) -> Response[Readiness]:
+    async def readyz(self, readiness: NamedDependency[ReadinessCheck]) -> Response[Readiness]:
         """Database and cache each reported. 200 while plans can be answered (`degraded` when a
         dependency is down but the loaded catalog still serves); 503 when no catalog is loaded."""
-        state = catalog.state
-        database = await _probe_database(catalog)
-        try:
-            await asyncio.wait_for(plan_cache.ping(), PROBE_TIMEOUT_S)
-            cache = DependencyHealth(ok=True, backend=plan_cache.backend)
-        except (CacheUnavailable, TimeoutError) as exc:
-            cache = DependencyHealth(ok=False, backend=plan_cache.backend, error=type(exc).__name__)
-        loaded = state.loaded_revision
-        if loaded is None:
-            status: Literal["ready", "degraded", "unavailable"] = "unavailable"
-        elif database.ok and cache.ok:
-            status = "ready"
-        else:
-            status = "degraded"
+        report = await readiness.check()
         body = Readiness(
-            status=status,
-            database=database,
-            cache=cache,
-            catalog=CatalogHealth(loaded_revision=loaded, stale=not database.ok),
+            status=report.status,
+            database=_dependency(report.database),
+            cache=_dependency(report.cache),
+            catalog=CatalogHealth(loaded_revision=report.loaded_revision, stale=report.stale),
         )
-        code = HTTP_503_SERVICE_UNAVAILABLE if status == "unavailable" else HTTP_200_OK
+        code = HTTP_503_SERVICE_UNAVAILABLE if report.status == "unavailable" else HTTP_200_OK
         return Response(body, status_code=code, headers={"Cache-Control": "no-store"})
 
 
-async def _probe_database(catalog: CatalogService) -> DependencyHealth:
-    backend = catalog.backend
-    try:
-        await asyncio.wait_for(catalog.ping(), PROBE_TIMEOUT_S)
-    except Exception as exc:  # noqa: BLE001 - any failure means "not reachable"
-        return DependencyHealth(ok=False, backend=backend, error=type(exc).__name__)
-    return DependencyHealth(ok=True, backend=backend)
+def _dependency(status: DependencyStatus) -> DependencyHealth:
+    return DependencyHealth(ok=status.ok, backend=status.backend, error=status.error)
