@@ -46,7 +46,6 @@ class Settings:
     """Typed, frozen service configuration. Build it with ``load_settings`` or directly in tests."""
 
     database_url: str
-    embedded_database: bool = False
     data_dir: Path = Path(".")
     redis_url: str | None = None
     admin_keys: frozenset[str] = field(default_factory=frozenset, repr=False)
@@ -205,13 +204,11 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 
     data_dir = get("DATA_DIR", lambda _n, raw: Path(raw).expanduser(), default_data_dir(env))
     database_url = get("DATABASE_URL", _database_url, "")
-    embedded = database_url == ""
-    if embedded:
+    if not database_url:  # the embedded default: a SQLite file under the data directory
         database_url = f"sqlite+aiosqlite:///{data_dir / 'gpuplan.db'}"
 
     return Settings(
         database_url=database_url,
-        embedded_database=embedded,
         data_dir=data_dir,
         redis_url=get("REDIS_URL", _redis_url, None),
         admin_keys=get("ADMIN_KEYS", _admin_keys, frozenset()),

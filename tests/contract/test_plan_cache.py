@@ -60,8 +60,23 @@ async def test_binary_values_round_trip(cache: PlanCache) -> None:
     assert await cache.get("k4") == value
 
 
-async def test_ping(cache: PlanCache) -> None:
-    await cache.ping()
+async def test_ping_answers_while_the_backend_is_up(cache: PlanCache) -> None:
+    assert await cache.ping() is None
+    await cache.set("k5", b"after-ping", ttl_s=60)
+    assert await cache.get("k5") == b"after-ping"
+
+
+async def test_ping_of_an_unreachable_redis_is_cache_unavailable() -> None:
+    """Readiness relies on this: a cache that does not answer raises the contract's own error,
+    never a driver error, and does so within its timeout."""
+    down = RedisPlanCache.from_url("redis://127.0.0.1:1/0", timeout_ms=200, prefix="unused:")
+    started = time.monotonic()
+    try:
+        with pytest.raises(CacheUnavailable):
+            await down.ping()
+    finally:
+        await down.close()
+    assert time.monotonic() - started < 5
 
 
 async def test_redis_prefixes_isolate_namespaces(endpoints: Endpoints, redis_prefix: str) -> None:

@@ -11,7 +11,7 @@ KEY = "k" * 24
 
 def test_defaults_use_an_embedded_sqlite_file_under_the_data_dir() -> None:
     settings = load_settings({"HOME": "/home/u"})
-    assert settings.embedded_database
+    assert settings.database_backend == "sqlite"
     assert settings.database_url == "sqlite+aiosqlite:////home/u/.local/share/gpuplan/gpuplan.db"
     assert settings.redis_url is None and settings.cache_backend == "memory"
     assert settings.admin_keys == frozenset()
@@ -36,7 +36,7 @@ def test_data_dir_and_urls_are_read() -> None:
 def test_postgres_url_is_used_as_given() -> None:
     url = "postgresql+asyncpg://u:secret@db:5432/gpuplan"
     settings = load_settings({"GPUPLAN_DATABASE_URL": url})
-    assert settings.database_url == url and not settings.embedded_database
+    assert settings.database_url == url
     assert settings.database_backend == "postgresql"
 
 
