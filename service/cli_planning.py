@@ -1,104 +1,43 @@
 """``gpuplan plan`` and ``gpuplan estimate``: the service's planning code, run locally against
 the configured catalog (the embedded SQLite default needs no server), printed as the text table
-or JSON. ``gpuplan plan`` goes through the same planning use case as the HTTP API, and its
-options are made from the same table as ``GET /v1/plan``'s query parameters
-(``service.api.schemas.plan_fields``), so limits, defaults and errors match."""
+or JSON. Both go through the same use cases as the HTTP API, and their options are made from
+the same tables as ``GET /v1/plan``'s and ``GET /v1/estimate``'s query parameters
+(``PLAN_FIELDS``, ``ESTIMATE_FIELDS``), so limits, defaults and errors match."""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from typing import Any
 
 import click
 import msgspec
 
 from service.api.render import plan_flat, plan_text
-from service.api.schemas.estimate import EstimateIn, EstimateOut
-from service.api.schemas.flat import NO_DEFAULT, FlatField, body_from_data, field_type
-from service.api.schemas.plan_fields import PLAN_FIELDS, plan_flat_name, plan_request_from_flat
+from service.api.schemas.estimate import (
+    ESTIMATE_FIELDS,
+    EstimateIn,
+    EstimateOut,
+    estimate_from_flat,
+)
+from service.api.schemas.flat import body_from_data
+from service.api.schemas.plan_fields import PLAN_FIELDS, plan_request_from_flat
 from service.api.schemas.plan_request import PlanRequestIn
 from service.api.schemas.plan_response import PlanOut
 from service.cache.memory import MemoryPlanCache
-from service.cli_common import error_text, fail, open_repository, run
+from service.cli_common import fail, open_repository, run
+from service.cli_flat import flat_options, option_for
 from service.domain.errors import DomainError
-from service.domain.perfmodel import ENGINES, KV_PRECISIONS, PRECISIONS
 from service.domain.planner import PlanDraft, SolvedPlan
 from service.settings import Settings
 from service.usecases.catalog_state import CatalogState
 from service.usecases.errors import ServiceUnavailable
-from service.usecases.estimating import EstimatingService
+from service.usecases.estimating import EstimateAnswer, EstimateQuery, EstimatingService
 from service.usecases.planning import PlanningService, SilentMetrics
 from service.usecases.solver_pool import SolverPool
 
-T = TypeVar("T")
-F = TypeVar("F", bound=Callable[..., Any])
 _encoder = msgspec.json.Encoder()
-_CLI_NAMES = {f.name for f in PLAN_FIELDS}
-
-
-def _convert(raw: dict[str, Any], cls: type[T]) -> T:
-    try:
-        return msgspec.convert(raw, cls)
-    except msgspec.ValidationError as exc:
-        fail(f"invalid request: {exc}", 2)
-
-
-def _drop_none(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _drop_none(v) for k, v in value.items() if v is not None}
-    return value
-
-
-def _option_name(field: FlatField, name: str | None = None) -> str:
-    return "--" + (name or field.name).replace("_", "-")
-
-
-def _plan_option(field: FlatField) -> Callable[[F], F]:
-    """The ``gpuplan plan`` option of one flat field (typed and defaulted as the body is)."""
-    flag = _option_name(field)
-    if field.shape in ("mix", "caps"):
-        metavar = "SHARE:PROMPT:OUTPUT" if field.shape == "mix" else "GPU=CARDS"
-        return click.option(flag, field.name, multiple=True, metavar=metavar, help=field.help)
-    if field.shape == "names":
-        return click.option(flag, field.name, help=field.help)
-    spec = field_type(PlanRequestIn, field)
-    if spec.base is bool:
-        off = _option_name(field, field.cli_off or f"no_{field.name}")
-        return click.option(
-            f"{flag}/{off}", field.name, default=spec.default, show_default=True, help=field.help
-        )
-    kind: click.ParamType[Any, Any] = click.STRING
-    if get_origin(spec.base) is Literal:
-        kind = click.Choice([str(v) for v in get_args(spec.base)])
-    elif spec.base in (int, float):
-        kind = click.INT if spec.base is int else click.FLOAT
-    shown = spec.default not in (None, NO_DEFAULT)
-    return click.option(
-        flag,
-        field.name,
-        type=kind,
-        default=None,
-        show_default=str(spec.default) if shown else False,
-        help=field.help,
-    )
-
-
-def plan_options(command: F) -> F:
-    """Every field of ``PLAN_FIELDS`` as an option, in table order."""
-    for field in reversed(PLAN_FIELDS):
-        command = _plan_option(field)(command)
-    return command
-
-
-def _where(path: str | None) -> str:
-    """An error's field as the option that holds it (a body path when no option does)."""
-    name = plan_flat_name(path, query=False)
-    if name in _CLI_NAMES:
-        return _option_name(next(f for f in PLAN_FIELDS if f.name == name))
-    return name or ""
 
 
 async def _solve(settings: Settings, draft: PlanDraft) -> SolvedPlan:
@@ -132,26 +71,6 @@ def _read_body(request_file: str) -> PlanRequestIn:
     return body_from_data(PlanRequestIn, raw)
 
 
-def serving_options(command: F) -> F:
-    """``--precision``, ``--kv-cache-precision`` and ``--engine``, as the API spells them."""
-    for option in reversed(
-        (
-            click.option(
-                "--precision", default="bf16", show_default=True, type=click.Choice(PRECISIONS)
-            ),
-            click.option(
-                "--kv-cache-precision",
-                default="bf16",
-                show_default=True,
-                type=click.Choice(KV_PRECISIONS),
-            ),
-            click.option("--engine", default="vllm", show_default=True, type=click.Choice(ENGINES)),
-        )
-    ):
-        command = option(command)
-    return command
-
-
 def register(main: click.Group, settings_loader: Any) -> None:
     """Add ``plan`` and ``estimate`` to the ``gpuplan`` command group."""
 
@@ -162,7 +81,7 @@ def register(main: click.Group, settings_loader: Any) -> None:
         type=click.Path(dir_okay=False, allow_dash=True),
         help="A full POST /v1/plans JSON body (file, or - for stdin); other options are ignored.",
     )
-    @plan_options
+    @flat_options(PlanRequestIn, PLAN_FIELDS)
     @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
     @click.option("--flat", is_flag=True, help="Print the flat string map (Terraform external).")
     def plan(request_file: str | None, as_json: bool, flat: bool, **options: Any) -> None:
@@ -186,7 +105,7 @@ def register(main: click.Group, settings_loader: Any) -> None:
                 body = plan_request_from_flat(options)
             solved = run(_solve(settings, body.to_draft()))
         except DomainError as exc:
-            where = exc.field if request_file is not None else _where(exc.field)
+            where = exc.field if request_file is not None else option_for(PLAN_FIELDS, exc.field)
             fail(exc.message + (f" ({where})" if where else ""), 2)
         except ServiceUnavailable as exc:
             fail(exc.why, 1)
@@ -199,20 +118,7 @@ def register(main: click.Group, settings_loader: Any) -> None:
             click.echo(plan_text(out), nl=False)
 
     @main.command()
-    @click.option("--model", required=True, help="Preset id or alias.")
-    @click.option("--gpu", required=True, help="GPU id or alias.")
-    @click.option("--prompt-tokens", type=int, required=True)
-    @click.option("--output-tokens", type=int, required=True)
-    @click.option(
-        "--tensor-parallel",
-        "--tp",
-        type=int,
-        help="Cards per replica (default: smallest that fits).",
-    )
-    @serving_options
-    @click.option("--concurrency", type=int, help="Fixed running batch.")
-    @click.option("--qps", type=float, help="Arrival rate at the replica (adds percentiles).")
-    @click.option("--allow-pcie-tensor-parallel", is_flag=True)
+    @flat_options(EstimateIn, ESTIMATE_FIELDS, required=True)
     @click.option("--json", "as_json", is_flag=True, help="Print the estimate as JSON.")
     def estimate(as_json: bool, **options: Any) -> None:
         """Estimate one model on one GPU configuration locally.
@@ -224,25 +130,25 @@ def register(main: click.Group, settings_loader: Any) -> None:
               --output-tokens 128 --qps 1 --json
         """
         settings = settings_loader()
-        raw = _drop_none(dict(options))
-        body = _convert(raw, EstimateIn)
-
-        async def go() -> EstimateOut:
-            from service.usecases.catalog_state import CatalogState
-
-            async with open_repository(settings) as repo:
-                state = CatalogState(repo)
-                answer = await EstimatingService(state).estimate(body.to_query())
-            return EstimateOut.from_domain(answer)
-
         try:
-            out = run(go())
+            query = estimate_from_flat(options).to_query()
+            answer = run(_estimate(settings, query))
         except DomainError as exc:
-            fail(error_text(exc), 2)
+            where = option_for(ESTIMATE_FIELDS, exc.field)
+            fail(exc.message + (f" ({where})" if where else ""), 2)
+        except ServiceUnavailable as exc:
+            fail(exc.why, 1)
+        out = EstimateOut.from_domain(answer)
         if as_json:
             click.echo(_encoder.encode(out).decode())
             return
         click.echo(_estimate_text(out), nl=False)
+
+
+async def _estimate(settings: Settings, query: EstimateQuery) -> EstimateAnswer:
+    async with open_repository(settings) as repo:
+        state = CatalogState(repo, timeout_s=settings.database_timeout_s)
+        return await EstimatingService(state).estimate(query)
 
 
 def _estimate_text(e: EstimateOut) -> str:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from service.domain.errors import InvalidInput
-from service.domain.llm import ResolvedModel
 from service.domain.perfmodel import (
     Deployment,
     Engine,
@@ -16,6 +17,7 @@ from service.domain.perfmodel import (
     estimate,
     smallest_fitting_tp,
 )
+from service.domain.planner import resolve_requested_model
 from service.usecases.catalog_state import CatalogState
 
 MAX_TENSOR_PARALLEL = 72
@@ -23,17 +25,22 @@ MAX_TENSOR_PARALLEL = 72
 
 @dataclass(frozen=True, slots=True)
 class EstimateQuery:
-    model: ResolvedModel
+    """One model on one GPU configuration, as asked: ``model`` a preset id or alias or a custom
+    model mapping, ``gpu`` an id or alias; ``tensor_parallel`` cards per replica (``None``: the
+    smallest that fits); ``concurrency`` a fixed running batch; ``qps`` an arrival rate in
+    requests/s (adds latency percentiles)."""
+
+    model: str | Mapping[str, Any]
     gpu: str
-    tensor_parallel: int | None
-    precision: Precision
-    kv_precision: KvPrecision
-    engine: Engine
     prompt_tokens: int
     output_tokens: int
-    concurrency: int | None
-    qps: float | None
-    allow_pcie_tensor_parallel: bool
+    tensor_parallel: int | None = None
+    precision: Precision = "bf16"
+    kv_precision: KvPrecision = "bf16"
+    engine: Engine = "vllm"
+    concurrency: int | None = None
+    qps: float | None = None
+    allow_pcie_tensor_parallel: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +56,12 @@ class EstimatingService:
         self._state = state
 
     async def estimate(self, q: EstimateQuery) -> EstimateAnswer:
-        """Pure and fast (well under a millisecond), so it runs on the event loop."""
+        """Pure and fast (well under a millisecond), so it runs on the event loop. Raises the
+        domain's ``InvalidInput``/``NotFound`` naming the field at fault."""
+        model = resolve_requested_model(q.model)
         view = await self._state.current()
         gpu = view.snapshot.resolve_gpu(q.gpu, field_name="gpu")
-        arch = q.model.arch
+        arch = model.arch
         if q.prompt_tokens + q.output_tokens > arch.max_context:
             raise InvalidInput(
                 f"{q.prompt_tokens} prompt + {q.output_tokens} output tokens exceed "
@@ -88,5 +97,5 @@ class EstimatingService:
             allow_pcie_tensor_parallel=q.allow_pcie_tensor_parallel,
         )
         result = estimate(arch, dep, shape, concurrency=q.concurrency, qps=q.qps)
-        assumptions = tuple(dict.fromkeys((*q.model.assumptions, *notes, *result.assumptions)))
+        assumptions = tuple(dict.fromkeys((*model.assumptions, *notes, *result.assumptions)))
         return EstimateAnswer(result, assumptions, view.snapshot.revision, view.stale)

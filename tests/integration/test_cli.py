@@ -304,3 +304,7 @@ def test_estimate_runs_locally(env: dict[str, str]) -> None:
     assert as_json["tensor_parallel"] == 2 and as_json["fits"] is True
     one = json.loads(run([*args, "--tp", "1", "--json"], env).stdout)
     assert one["fits"] is False and "GB" in one["reason"]
+    unknown = run([*args[:2], "llama-9", *args[3:]], env, check=False)
+    assert unknown.returncode == 2 and unknown.stderr.rstrip().endswith("(--model)")
+    too_long = run([*args[:-1], "9000"], env, check=False)
+    assert too_long.returncode == 2 and "(--prompt-tokens)" in too_long.stderr

@@ -394,6 +394,17 @@ async def test_estimate_and_models(client: Client) -> None:
     assert zero.status_code == 422 and zero.json()["field"] == "prompt_tokens"
     long = await client.post("/v1/estimate", json={**body, "prompt_tokens": 5000})
     assert long.status_code == 422 and long.json()["field"] == "prompt_tokens"
+    query = {**body, "model": "llama-2-70b", "gpu": "a100"}
+    by_query = await client.get("/v1/estimate", params=query)
+    assert by_query.status_code == 200 and by_query.json() == response.json()
+    for changes, status, field in (
+        ({"gpu": "h1000"}, 404, "gpu"),
+        ({"prompt_tokens": 5000}, 422, "prompt_tokens"),
+        ({"tensor_parallel": 80}, 422, "tensor_parallel"),
+        ({"model": "llama-9"}, 404, "model"),
+    ):
+        bad = await client.get("/v1/estimate", params={**query, **changes})
+        assert bad.status_code == status and bad.json()["field"] == field, bad.text
 
 
 # ---- Redis outage ---------------------------------------------------------------------------

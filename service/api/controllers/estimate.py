@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from litestar import Controller, Response, get, post
 from litestar.di import NamedDependency
-from litestar.params import PathParameter, QueryParameter
+from litestar.params import PathParameter
 from litestar.status_codes import HTTP_200_OK
 
+from service.api.flat_query import accepts_query
 from service.api.headers import catalog_headers
-from service.api.openapi_docs import POSITIVE, json_body, problems, success
-from service.api.schemas.estimate import EstimateIn, EstimateOut
+from service.api.openapi_docs import json_body, problems, success
+from service.api.schemas.estimate import (
+    ESTIMATE_FIELDS,
+    EstimateIn,
+    EstimateOut,
+    estimate_from_flat,
+)
 from service.api.schemas.models import ModelListOut, ModelOut
 from service.domain.llm import PRESETS, preset_aliases, resolve_model
-from service.domain.vocabulary import Engine, KvPrecision, Precision
 from service.usecases.estimating import EstimatingService
 
 
@@ -57,42 +62,12 @@ class EstimateController(Controller):
         },
         summary="The same estimate from query parameters",
     )
+    @accepts_query(EstimateIn, ESTIMATE_FIELDS)
     async def estimate_get(
-        self,
-        estimating: NamedDependency[EstimatingService],
-        model: Annotated[
-            str, QueryParameter(min_length=1, max_length=200, description="Preset id or alias.")
-        ],
-        gpu: Annotated[
-            str, QueryParameter(min_length=1, max_length=64, description="GPU id or alias.")
-        ],
-        prompt_tokens: Annotated[int, QueryParameter(ge=1, le=2_000_000)],
-        output_tokens: Annotated[int, QueryParameter(ge=1, le=2_000_000)],
-        tensor_parallel: Annotated[int | None, QueryParameter(ge=1, le=72)] = None,
-        precision: Annotated[Precision, QueryParameter()] = "bf16",
-        kv_cache_precision: Annotated[KvPrecision, QueryParameter()] = "bf16",
-        engine: Annotated[Engine, QueryParameter()] = "vllm",
-        concurrency: Annotated[int | None, QueryParameter(ge=1, le=100_000)] = None,
-        qps: Annotated[
-            float | None, QueryParameter(gt=0, schema_extra=POSITIVE, le=1_000_000)
-        ] = None,
-        allow_pcie_tensor_parallel: Annotated[bool, QueryParameter()] = False,
+        self, estimating: NamedDependency[EstimatingService], **query: Any
     ) -> Response[EstimateOut]:
         """Same answer as POST /v1/estimate, for a preset model."""
-        body = EstimateIn(
-            model=model,
-            gpu=gpu,
-            tensor_parallel=tensor_parallel,
-            precision=precision,
-            kv_cache_precision=kv_cache_precision,
-            engine=engine,
-            prompt_tokens=prompt_tokens,
-            output_tokens=output_tokens,
-            concurrency=concurrency,
-            qps=qps,
-            allow_pcie_tensor_parallel=allow_pcie_tensor_parallel,
-        )
-        answer = await estimating.estimate(body.to_query())
+        answer = await estimating.estimate(estimate_from_flat(query).to_query())
         return _respond(EstimateOut.from_domain(answer), answer.stale)
 
 

@@ -1,14 +1,18 @@
-"""Wire types of the estimate endpoint."""
+"""Wire types of the estimate endpoint, and its flat inputs (``ESTIMATE_FIELDS``): the
+``GET /v1/estimate`` query parameters and the ``gpuplan estimate`` options are both made from
+that table, with types, limits and defaults read from ``EstimateIn``."""
 
 from __future__ import annotations
 
 import math
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 from msgspec import Meta
 
 from service.api.schemas.common import Gigabytes, Millis, ReqPerS, WireIn, WireOut
-from service.api.schemas.models import ModelIn, resolve
+from service.api.schemas.flat import FlatField, body_from_data, body_from_flat
+from service.api.schemas.models import ModelIn
 from service.api.schemas.plan_request import GpuName, Tokens
 from service.domain.vocabulary import Bottleneck, Engine, KvPrecision, Precision
 from service.usecases.estimating import EstimateAnswer, EstimateQuery
@@ -45,7 +49,7 @@ class EstimateIn(WireIn, kw_only=True):
 
     def to_query(self) -> EstimateQuery:
         return EstimateQuery(
-            model=resolve(self.model),
+            model=self.model if isinstance(self.model, str) else self.model.to_mapping(),
             gpu=self.gpu,
             tensor_parallel=self.tensor_parallel,
             precision=self.precision,
@@ -57,6 +61,32 @@ class EstimateIn(WireIn, kw_only=True):
             qps=self.qps,
             allow_pcie_tensor_parallel=self.allow_pcie_tensor_parallel,
         )
+
+
+ESTIMATE_FIELDS: tuple[FlatField, ...] = (
+    FlatField("model", "model", "Preset id or alias.", required=True),
+    FlatField("gpu", "gpu", "GPU id or alias.", required=True),
+    FlatField("prompt_tokens", "prompt_tokens", required=True),
+    FlatField("output_tokens", "output_tokens", required=True),
+    FlatField(
+        "tensor_parallel",
+        "tensor_parallel",
+        "Cards per replica (default: smallest that fits).",
+        cli_aliases=("tp",),
+    ),
+    FlatField("precision", "precision"),
+    FlatField("kv_cache_precision", "kv_cache_precision"),
+    FlatField("engine", "engine"),
+    FlatField("concurrency", "concurrency", "Fixed running batch."),
+    FlatField("qps", "qps", "Arrival rate at the replica, req/s (adds latency percentiles)."),
+    FlatField("allow_pcie_tensor_parallel", "allow_pcie_tensor_parallel"),
+)
+
+
+def estimate_from_flat(values: Mapping[str, Any]) -> EstimateIn:
+    """Flat ``values`` (query parameters or CLI options, by field name) as a request body;
+    ``InvalidInput`` naming the field at fault."""
+    return body_from_data(EstimateIn, body_from_flat(ESTIMATE_FIELDS, values))
 
 
 class MemoryOut(WireOut, kw_only=True):

@@ -14,6 +14,7 @@ import re
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 import msgspec
@@ -33,7 +34,8 @@ class FlatField:
     """One flat input. ``name`` is the query parameter (and, with dashes, the CLI option);
     ``path`` the dotted path it fills in the body; ``help`` its description; ``query`` whether
     the query string offers it (the CLI offers every field); ``required`` whether the query
-    string needs it; ``cli_off`` the CLI spelling of false for a boolean (else ``no-<name>``)."""
+    string needs it; ``cli_off`` the CLI spelling of false for a boolean (else ``no-<name>``);
+    ``cli_aliases`` other spellings of the CLI option."""
 
     name: str
     path: str
@@ -42,6 +44,7 @@ class FlatField:
     query: bool = True
     required: bool = False
     cli_off: str | None = None
+    cli_aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +136,6 @@ def _caps(items: tuple[str, ...] | list[str], field: FlatField) -> dict[str, int
 
 
 def _body_value(field: FlatField, raw: Any) -> Any:
-    if raw is None:
-        return None
     if field.shape == "names":
         return _names(str(raw))
     if field.shape == "mix":
@@ -144,15 +145,24 @@ def _body_value(field: FlatField, raw: Any) -> Any:
     return raw
 
 
+@cache
+def _steps(path: str) -> tuple[tuple[str, ...], str]:
+    *parents, leaf = path.split(".")
+    return tuple(parents), leaf
+
+
 def body_from_flat(fields: Sequence[FlatField], values: Mapping[str, Any]) -> dict[str, Any]:
     """The body (as plain data) that flat ``values`` (by field name) stand for. A value that is
     ``None`` or empty is left out, so the body's default applies."""
     body: dict[str, Any] = {}
     for field in fields:
-        value = _body_value(field, values.get(field.name))
+        raw = values.get(field.name)
+        if raw is None:
+            continue
+        value = _body_value(field, raw)
         if value is None:
             continue
-        *parents, leaf = field.path.split(".")
+        parents, leaf = _steps(field.path)
         node = body
         for part in parents:
             node = node.setdefault(part, {})

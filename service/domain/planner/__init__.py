@@ -7,7 +7,11 @@ Public API::
     plan(request: PlanRequest, snapshot: CatalogSnapshot) -> Plan
 """
 
-from service.domain.planner.canonical import canonical_request, normalize_provider
+from service.domain.planner.canonical import (
+    canonical_request,
+    normalize_provider,
+    resolve_requested_model,
+)
 from service.domain.planner.draft import (
     BudgetDraft,
     ConstraintsDraft,
@@ -68,4 +72,5 @@ __all__ = [
     "normalize_provider",
     "plan",
     "plan_id",
+    "resolve_requested_model",
 ]

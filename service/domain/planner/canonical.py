@@ -56,7 +56,7 @@ def canonical_request(
     ``time_limit_s`` (seconds per MILP solve) is carried along for the planner; it is not
     part of the request's identity. Raises ``InvalidInput`` or ``NotFound`` naming the field.
     """
-    model = _resolve(draft.model)
+    model = resolve_requested_model(draft.model)
     return PlanRequest(
         model=model,
         precision=draft.precision,
@@ -78,9 +78,9 @@ def normalize_provider(name: str) -> str:
     return name.strip().lower()
 
 
-def _resolve(spec: str | Mapping[str, Any]) -> ResolvedModel:
-    """``resolve_model`` with every field it names put under ``model`` (it names some relative
-    to the model object, e.g. ``params_b``)."""
+def resolve_requested_model(spec: str | Mapping[str, Any]) -> ResolvedModel:
+    """The model a request names: ``resolve_model`` with every field it names put under
+    ``model`` (it names some relative to the model object, e.g. ``params_b``)."""
     try:
         return resolve_model(spec)
     except InvalidInput as exc:
