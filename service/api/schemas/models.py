@@ -9,7 +9,7 @@ from msgspec import Meta
 
 from service.api.schemas.common import WireIn, WireOut
 from service.domain.errors import InvalidInput
-from service.domain.llm import ModelArch, ResolvedModel, param_counts, resolve_model
+from service.domain.llm import ModelArch, param_counts
 from service.domain.vocabulary import AttentionKind
 
 PositiveInt = Annotated[int, Meta(ge=1, le=10_000_000)]
@@ -78,29 +78,6 @@ class ModelSpecIn(WireIn, kw_only=True):
 
 
 ModelIn = ModelId | ModelSpecIn
-
-
-def resolve(model: ModelIn, field: str = "model") -> ResolvedModel:
-    """Resolve a wire model reference; errors name ``field`` (prefixed to the domain's field)."""
-    from service.domain.errors import DomainError
-
-    try:
-        if isinstance(model, str):
-            return resolve_model(model)
-        return resolve_model(model.to_mapping())
-    except DomainError as exc:
-        if exc.field is None:
-            exc.field = field
-        elif not exc.field.startswith(field):
-            exc.field = f"{field}.{exc.field}"
-        raise
-
-
-def canonical_model(model: ModelIn, resolved: ResolvedModel) -> str | dict[str, Any]:
-    """The canonical spelling: the preset id for presets; the custom spec with keys sorted."""
-    if isinstance(model, str):
-        return resolved.arch.id
-    return model.to_mapping()
 
 
 class ModelOut(WireOut, kw_only=True):
