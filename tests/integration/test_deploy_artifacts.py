@@ -143,10 +143,17 @@ def test_compose_env_wires_postgres_and_redis(services: dict[str, Any]) -> None:
     assert redis.scheme == "redis" and redis.hostname == "redis" and redis.port == 6379
 
 
-def test_compose_api_admin_key_default_is_a_valid_key(services: dict[str, Any]) -> None:
+def test_compose_has_no_default_admin_key(services: dict[str, Any]) -> None:
+    """Unset in the shell, the API starts with writes disabled: a key written in the file would
+    be readable by anyone who reads the repository."""
     raw = services["api"]["environment"]["GPUPLAN_ADMIN_KEYS"]
-    assert raw.startswith("${GPUPLAN_ADMIN_KEYS:-"), "the key must be overridable from the shell"
-    assert load_settings({"GPUPLAN_ADMIN_KEYS": substitute(raw)}).admin_keys
+    assert raw == "${GPUPLAN_ADMIN_KEYS:-}", "the key must come from the shell, with no default"
+    assert not load_settings({"GPUPLAN_ADMIN_KEYS": substitute(raw)}).admin_keys
+    for name, service in services.items():
+        for variable, value in service_env(service).items():
+            if variable == "GPUPLAN_ADMIN_KEYS":
+                assert not load_settings({variable: value}).admin_keys, name
+    assert "change-me" not in COMPOSE.read_text()
 
 
 @pytest.mark.parametrize("name", ["api", "migrate"])
