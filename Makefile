@@ -9,7 +9,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck pytest bench openapi clean
+.PHONY: run test lint typecheck pytest bench openapi readme clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,10 @@ test: lint typecheck pytest
 
 openapi: $(STAMP)
 	$(BIN)/python -m service.openapi_export
+
+# README example outputs, from the running service (a test fails when they drift).
+readme: $(STAMP)
+	$(BIN)/python -m service.readme_examples
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
