@@ -30,9 +30,10 @@ from service.api.controllers.health import HealthController
 from service.api.controllers.plans import PlansController
 from service.api.errors import EXCEPTION_HANDLERS
 from service.api.openapi_docs import ExactStructSchemaPlugin
-from service.api.ratelimit import WindowLimiter
+from service.api.ratelimit import Limiter, WriteLimits, parse_networks
 from service.cache.base import PlanCache
 from service.cache.memory import MemoryPlanCache
+from service.cache.ratelimit import RedisWindowLimiter, WindowLimiter
 from service.cache.redis import RedisPlanCache
 from service.observability.metrics import CONTENT_TYPE, Metrics
 from service.observability.middleware import RequestContext
@@ -152,6 +153,12 @@ def create_app(
 ) -> Litestar:
     """Build the application. ``plan_cache`` and ``cache_prefix`` let tests isolate caches."""
     metrics = Metrics()
+    limiter = _build_limiter(settings, cache_prefix)  # one counter store, keys by kind
+    write_limits = WriteLimits(
+        failed_auth=limiter,
+        writes=limiter,
+        trusted_proxies=parse_networks(settings.trusted_proxies),
+    )
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -200,6 +207,7 @@ def create_app(
                 log.info("gpuplan stopped", extra={"event": "shutdown"})
         finally:
             await cache.close()
+            await write_limits.close()
             await engine.dispose()
 
     ingest_router = Router(
@@ -234,11 +242,7 @@ def create_app(
         state=State(
             {
                 "admin_keys": AdminKeys(settings.admin_keys),
-                "write_limiter": (
-                    WindowLimiter(settings.write_rate_limit_per_minute)
-                    if settings.write_rate_limit_per_minute > 0
-                    else None
-                ),
+                "write_limits": write_limits,
             }
         ),
         plugins=[ExactStructSchemaPlugin()],
@@ -288,3 +292,15 @@ def _build_cache(settings: Settings, prefix: str) -> PlanCache:
             settings.redis_url, timeout_ms=settings.redis_timeout_ms, prefix=prefix
         )
     return MemoryPlanCache(max_entries=settings.plan_cache_max_entries)
+
+
+def _build_limiter(settings: Settings, prefix: str) -> Limiter | None:
+    """Admin-write counters: shared by every replica through Redis when one is configured."""
+    per_minute = settings.write_rate_limit_per_minute
+    if per_minute <= 0:
+        return None
+    if settings.redis_url:
+        return RedisWindowLimiter.from_url(
+            settings.redis_url, per_minute, timeout_ms=settings.redis_timeout_ms, prefix=prefix
+        )
+    return WindowLimiter(per_minute)

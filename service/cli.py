@@ -89,6 +89,9 @@ def serve(host: str, port: int, workers: int, graceful_timeout: int) -> None:
         log_config=None,
         access_log=False,
         server_header=False,
+        # Client addresses are the TCP peer's; X-Forwarded-For is read by the write rate limit
+        # only from GPUPLAN_TRUSTED_PROXIES (uvicorn would otherwise trust it from 127.0.0.1).
+        proxy_headers=False,
         timeout_graceful_shutdown=graceful_timeout,
         timeout_keep_alive=5,
     )

@@ -7,6 +7,7 @@ Secrets (admin keys, passwords inside URLs) never appear in ``repr`` or logs.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -60,6 +61,7 @@ class Settings:
     log_level: str = "INFO"
     log_format: LogFormat = "json"
     write_rate_limit_per_minute: int = 60
+    trusted_proxies: tuple[str, ...] = ()
     catalog_refresh_s: float = 1.0
     redis_timeout_ms: int = 100
     database_timeout_s: float = 2.0
@@ -141,6 +143,21 @@ def _origins(name: str, raw: str) -> tuple[str, ...]:
     return origins
 
 
+def _proxies(name: str, raw: str) -> tuple[str, ...]:
+    """Comma-separated addresses or CIDR networks, normalised (``10.0.0.0/8``, ``::1/128``)."""
+    networks = []
+    for entry in (e.strip() for e in raw.split(",")):
+        if not entry:
+            continue
+        try:
+            networks.append(str(ipaddress.ip_network(entry, strict=False)))
+        except ValueError:
+            raise SettingsError(
+                name, f"{entry!r} is not an IP address or network (e.g. 10.0.0.0/8)"
+            ) from None
+    return tuple(networks)
+
+
 def _choice(name: str, raw: str, choices: tuple[str, ...]) -> str:
     value = raw.strip()
     if value.upper() in choices:
@@ -167,6 +184,7 @@ KNOWN = frozenset(
         "LOG_LEVEL",
         "LOG_FORMAT",
         "WRITE_RATE_LIMIT_PER_MINUTE",
+        "TRUSTED_PROXIES",
         "CATALOG_REFRESH_S",
         "REDIS_TIMEOUT_MS",
         "DATABASE_TIMEOUT_S",
@@ -251,6 +269,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             lambda n, r: _int(n, r, minimum=0, maximum=1_000_000),
             60,
         ),
+        trusted_proxies=get("TRUSTED_PROXIES", _proxies, ()),
         catalog_refresh_s=get(
             "CATALOG_REFRESH_S", lambda n, r: _float(n, r, minimum=0.05, maximum=3600.0), 1.0
         ),

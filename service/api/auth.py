@@ -16,6 +16,8 @@ from litestar.connection import ASGIConnection
 from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
 from litestar.handlers.base import BaseRouteHandler
 
+from service.api.ratelimit import WriteLimits
+
 
 class AdminKeys:
     def __init__(self, keys: Iterable[str]) -> None:
@@ -46,13 +48,23 @@ def bearer_token(connection: ASGIConnection[Any, Any, Any, Any]) -> str:
     return token.strip()
 
 
-def admin_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
-    """Litestar guard: 401 without a bearer key, 403 when the key is not an admin key."""
-    token = bearer_token(connection)
+async def admin_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+    """Litestar guard: 401 without a bearer key, 403 when the key is not an admin key, 429 when
+    the client is over its failed-authentication limit or the key over its write limit
+    (``service.api.ratelimit``)."""
     keys: AdminKeys = connection.app.state.admin_keys
-    if not keys.accepts(token):
-        if not keys.configured:
-            raise PermissionDeniedException(
-                "writes are disabled: the server has no admin keys (GPUPLAN_ADMIN_KEYS)"
-            )
-        raise PermissionDeniedException("the presented key is not an admin key")
+    limits: WriteLimits = connection.app.state.write_limits
+    try:
+        token = bearer_token(connection)
+    except NotAuthorizedException:
+        await limits.failed(connection)
+        raise
+    if keys.accepts(token):
+        await limits.write(token)
+        return
+    await limits.failed(connection)
+    if not keys.configured:
+        raise PermissionDeniedException(
+            "writes are disabled: the server has no admin keys (GPUPLAN_ADMIN_KEYS)"
+        )
+    raise PermissionDeniedException("the presented key is not an admin key")

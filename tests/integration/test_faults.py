@@ -304,7 +304,7 @@ async def test_the_real_time_limit_is_respected(sqlite_settings: Settings) -> No
 # ---- writes: rate limits and keys ------------------------------------------------------------
 
 
-async def test_writes_are_rate_limited_per_client(sqlite_settings: Settings) -> None:
+async def test_writes_are_rate_limited_per_key(sqlite_settings: Settings) -> None:
     app = create_app(replace(sqlite_settings, write_rate_limit_per_minute=3))
     async with AsyncTestClient(app) as client:
         codes = []
@@ -317,8 +317,9 @@ async def test_writes_are_rate_limited_per_client(sqlite_settings: Settings) -> 
         limited = r
         assert limited.headers["content-type"].startswith("application/problem+json")
         assert int(limited.headers["retry-after"]) > 0
+        # Failed authentications are counted per client, apart from the key's writes.
         unauthenticated = await client.post("/v1/prices", json={"observations": [observation(9)]})
-        assert unauthenticated.status_code == 429
+        assert unauthenticated.status_code == 401
         reads = [(await client.post("/v1/plans", json=PLAN)).status_code for _ in range(6)]
         assert set(reads) == {200}
 

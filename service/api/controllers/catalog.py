@@ -13,7 +13,6 @@ from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 from service.api.auth import admin_guard
 from service.api.headers import catalog_headers
 from service.api.openapi_docs import NON_NEGATIVE, json_body, problems, success
-from service.api.ratelimit import WriteRateLimit
 from service.api.schemas.catalog import (
     CatalogOut,
     GpuListOut,
@@ -132,7 +131,6 @@ class CatalogController(Controller):
         },
         summary="Create or replace a GPU spec (admin)",
         guards=[admin_guard],
-        middleware=[WriteRateLimit],
         status_code=HTTP_200_OK,
         security=[{"bearerAuth": []}],
     )
@@ -235,7 +233,6 @@ class PriceIngestController(Controller):
         },
         summary="Bulk-ingest price observations (admin)",
         guards=[admin_guard],
-        middleware=[WriteRateLimit],
         status_code=HTTP_200_OK,
         security=[{"bearerAuth": []}],
         opt={"ingest": True},
