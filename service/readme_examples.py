@@ -18,10 +18,9 @@ For every name but ``startup`` the request is read from the README itself: the l
 starting with ``curl`` in the nearest ```` ```sh ```` block above the marker, so the command a
 reader copies is the request sent. ``curl`` options understood: ``-s``, ``-X``, ``-H``, ``-d``
 (``$GPUPLAN_ADMIN_KEYS`` stands for the admin key the service was started with). A trailing
-``| jq [-c] [-r] 'FILTER'`` is applied with ``service.readme_jq`` (paths, ``[]``, ``|``, array
-and object construction), so the block shows what jq prints. A request answered with a 4xx or
-5xx stops the run. Plan answers are byte-identical for an identical request at the same catalog
-revision, so the output is deterministic.
+``| jq [-c] [-r] 'FILTER'`` is run by jq itself (``service.readme_jq``), so the block shows what
+jq prints. A request answered with a 4xx or 5xx stops the run. Plan answers are byte-identical
+for an identical request at the same catalog revision, so the output is deterministic.
 
 ``startup`` shows what ``make run`` prints first: the CLI's banner for the default data directory
 of a user ``you`` and the app's ``startup`` log line, whose ``ts`` is shown as ``"..."``.
