@@ -135,6 +135,7 @@ def migrate(target: str) -> None:
       GPUPLAN_DATABASE_URL=postgresql+asyncpg://u:p@db/gpuplan gpuplan migrate
     """
     from service.store.database import create_engine
+    from service.store.grants import grant_service_role
     from service.store.migrate import current_revision, upgrade
 
     settings = _settings()
@@ -143,6 +144,8 @@ def migrate(target: str) -> None:
         engine = create_engine(settings.database_url, timeout_s=settings.database_timeout_s)
         try:
             await upgrade(engine, target)
+            if settings.service_role and settings.database_backend == "postgresql":
+                await grant_service_role(engine, settings.service_role)
             return await current_revision(engine)
         finally:
             await engine.dispose()
@@ -152,6 +155,8 @@ def migrate(target: str) -> None:
     except Exception as exc:  # noqa: BLE001 - one clear line instead of a driver traceback
         fail(error_text(exc))
     click.echo(f"database {redact_url(settings.database_url)} is at migration {at}")
+    if settings.service_role and settings.database_backend == "postgresql":
+        click.echo(f"role {settings.service_role} granted the service's privileges only")
 
 
 @main.group()

@@ -62,6 +62,7 @@ class Settings:
     log_format: LogFormat = "json"
     write_rate_limit_per_minute: int = 60
     trusted_proxies: tuple[str, ...] = ()
+    service_role: str | None = None
     catalog_refresh_s: float = 1.0
     redis_timeout_ms: int = 100
     database_timeout_s: float = 2.0
@@ -158,6 +159,14 @@ def _proxies(name: str, raw: str) -> tuple[str, ...]:
     return tuple(networks)
 
 
+def _role(name: str, raw: str) -> str:
+    """A Postgres role name: lowercase letters, digits and underscores, at most 63."""
+    role = raw.strip()
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", role):
+        raise SettingsError(name, f"expected a role name such as gpuplan_app, got {raw!r}")
+    return role
+
+
 def _choice(name: str, raw: str, choices: tuple[str, ...]) -> str:
     value = raw.strip()
     if value.upper() in choices:
@@ -185,6 +194,7 @@ KNOWN = frozenset(
         "LOG_FORMAT",
         "WRITE_RATE_LIMIT_PER_MINUTE",
         "TRUSTED_PROXIES",
+        "SERVICE_ROLE",
         "CATALOG_REFRESH_S",
         "REDIS_TIMEOUT_MS",
         "DATABASE_TIMEOUT_S",
@@ -270,6 +280,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             60,
         ),
         trusted_proxies=get("TRUSTED_PROXIES", _proxies, ()),
+        service_role=get("SERVICE_ROLE", _role, None),
         catalog_refresh_s=get(
             "CATALOG_REFRESH_S", lambda n, r: _float(n, r, minimum=0.05, maximum=3600.0), 1.0
         ),

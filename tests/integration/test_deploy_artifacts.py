@@ -132,13 +132,23 @@ def test_compose_api_publishes_8000(services: dict[str, Any]) -> None:
 
 def test_compose_env_wires_postgres_and_redis(services: dict[str, Any]) -> None:
     pg_env = service_env(services["postgres"])
-    for name in ("api", "migrate"):
+    migrate_env = service_env(services["migrate"])
+    role = migrate_env["GPUPLAN_SERVICE_ROLE"]
+    owner = (pg_env["POSTGRES_USER"], pg_env["POSTGRES_PASSWORD"])
+    # The migration runs as the owner; the API as the role it grants, created by the init script.
+    init_sql = (ROOT / "deploy" / "postgres" / "service-role.sql").read_text()
+    assert f"CREATE ROLE {role} LOGIN PASSWORD '{role}';" in init_sql
+    assert any(
+        v.startswith("./deploy/postgres/service-role.sql:/docker-entrypoint-initdb.d/")
+        for v in services["postgres"]["volumes"]
+    )
+    for name, (user, password) in {"migrate": owner, "api": (role, role)}.items():
         url = urlsplit(service_env(services[name])["GPUPLAN_DATABASE_URL"])
         assert url.scheme == "postgresql+asyncpg", name
         assert url.hostname == "postgres" and url.port == 5432, name
-        assert url.username == pg_env["POSTGRES_USER"], name
-        assert url.password == pg_env["POSTGRES_PASSWORD"], name
+        assert (url.username, url.password) == (user, password), name
         assert url.path == f"/{pg_env['POSTGRES_DB']}", name
+    assert role != owner[0]
     redis = urlsplit(service_env(services["api"])["GPUPLAN_REDIS_URL"])
     assert redis.scheme == "redis" and redis.hostname == "redis" and redis.port == 6379
 
@@ -539,7 +549,7 @@ def test_pods_read_the_configmap_and_secret(
     secrets = [s["secretRef"]["name"] for s in sources if "secretRef" in s]
     assert config_maps == [manifests["ConfigMap"]["metadata"]["name"]]
     assert secrets == [secret_example["metadata"]["name"]]
-    env = {e["name"]: e["value"] for e in container.get("env", [])}
+    env = {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
     assert env.get("GPUPLAN_DATA_DIR", "/data") == "/data"
 
 
@@ -552,7 +562,11 @@ def test_k8s_gpuplan_variables_are_real_settings(
     assert {"GPUPLAN_DATABASE_URL", "GPUPLAN_REDIS_URL", "GPUPLAN_ADMIN_KEYS"} == set(secret)
     assert not set(config) & set(secret), "a name in both would be ambiguous"
     for kind in ("Deployment", "Job"):
-        env = {e["name"]: e["value"] for e in only_container(manifests[kind]).get("env", [])}
+        env = {
+            e["name"]: e["value"]
+            for e in only_container(manifests[kind]).get("env", [])
+            if "value" in e
+        }
         assert_real_settings({**config, **secret, **env}, f"deploy/k8s {kind}")
 
 
@@ -563,6 +577,17 @@ def test_secret_example_is_clearly_an_example(secret_example: dict[str, Any]) ->
     assert "EXAMPLE" in (urlsplit(data["GPUPLAN_DATABASE_URL"]).password or "")
     text = (K8S / "secret.example.yaml").read_text()
     assert "kubectl create secret generic" in text
+
+
+def test_migration_runs_as_the_owner_and_the_api_as_the_service_role(
+    manifests: dict[str, dict[str, Any]],
+) -> None:
+    job_env = {e["name"]: e for e in only_container(manifests["Job"])["env"]}
+    owner_url = job_env["GPUPLAN_DATABASE_URL"]["valueFrom"]["secretKeyRef"]
+    assert owner_url == {"name": "gpuplan-migrate", "key": "GPUPLAN_DATABASE_URL"}
+    assert job_env["GPUPLAN_SERVICE_ROLE"]["value"] == "gpuplan_app"
+    api_env = {e["name"] for e in only_container(manifests["Deployment"]).get("env", [])}
+    assert "GPUPLAN_DATABASE_URL" not in api_env  # the API's URL comes from Secret gpuplan
 
 
 def test_migration_job(manifests: dict[str, dict[str, Any]]) -> None:

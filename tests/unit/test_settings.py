@@ -54,6 +54,7 @@ def test_postgres_url_is_used_as_given() -> None:
         ({"GPUPLAN_CORS_ORIGINS": "portal.example.com"}, "GPUPLAN_CORS_ORIGINS", "http"),
         ({"GPUPLAN_REDIS_ULR": "redis://x"}, "GPUPLAN_REDIS_ULR", "not a known setting"),
         ({"GPUPLAN_TRUSTED_PROXIES": "10.0.0.0/8, proxy"}, "GPUPLAN_TRUSTED_PROXIES", "proxy"),
+        ({"GPUPLAN_SERVICE_ROLE": "app; DROP"}, "GPUPLAN_SERVICE_ROLE", "role name"),
     ],
 )
 def test_a_bad_value_names_the_variable_and_why(
@@ -69,6 +70,11 @@ def test_trusted_proxies_default_to_none_and_are_normalised() -> None:
     assert load_settings({}).trusted_proxies == ()
     settings = load_settings({"GPUPLAN_TRUSTED_PROXIES": "10.1.0.0/16, 192.0.2.7 ,::1"})
     assert settings.trusted_proxies == ("10.1.0.0/16", "192.0.2.7/32", "::1/128")
+
+
+def test_the_service_role_is_read() -> None:
+    assert load_settings({}).service_role is None
+    assert load_settings({"GPUPLAN_SERVICE_ROLE": " gpuplan_app "}).service_role == "gpuplan_app"
 
 
 def test_test_only_variables_are_ignored() -> None:

@@ -1,0 +1,15 @@
+-- The login role the gpuplan API runs as: it owns nothing, so it cannot disable the
+-- append-only triggers, and `gpuplan migrate` (run as the owner of the tables, with
+-- GPUPLAN_SERVICE_ROLE=gpuplan_app) grants it only what the service needs: SELECT on every
+-- table, INSERT on gpus and price_points, UPDATE on gpus and catalog_state (service/store/grants.py).
+--
+-- docker-compose.yml mounts this file into /docker-entrypoint-initdb.d, so Postgres runs it
+-- once, when it initialises an empty data volume. The password is for local use only: in
+-- production create the role with your own secret, e.g. in psql as a superuser:
+--
+--   CREATE ROLE gpuplan_app LOGIN PASSWORD '<secret>';
+--
+-- then give the API  GPUPLAN_DATABASE_URL=postgresql+asyncpg://gpuplan_app:<secret>@host/db
+-- and the migration  GPUPLAN_DATABASE_URL=postgresql+asyncpg://<owner>:<secret>@host/db
+--                    GPUPLAN_SERVICE_ROLE=gpuplan_app
+CREATE ROLE gpuplan_app LOGIN PASSWORD 'gpuplan_app';

@@ -1,0 +1,63 @@
+"""Least privilege for the role the API runs as (Postgres only).
+
+``gpuplan migrate`` runs as the owner of the tables. When ``GPUPLAN_SERVICE_ROLE`` names
+another role, it then grants that role exactly what the service's statements need, and revokes
+everything else, after every migration (so tables added later are covered):
+
+- ``gpus``: SELECT, INSERT, UPDATE (``PUT /v1/gpus/{id}`` creates or replaces a spec);
+- ``price_points``: SELECT, INSERT, and USAGE on its id sequence (append-only history: no
+  UPDATE, DELETE or TRUNCATE, on top of the triggers);
+- ``catalog_state``: SELECT, UPDATE (the revision row, locked with ``SELECT ... FOR UPDATE``);
+- ``alembic_version``: SELECT (the startup check that the schema is at head).
+
+A role that owns nothing cannot ``ALTER TABLE ... DISABLE TRIGGER`` or drop the triggers, so
+the append-only rule holds against the service's own credentials. The role itself (LOGIN,
+password) is created by the operator: deploy/postgres/ shows how.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+TABLE_PRIVILEGES = {
+    "alembic_version": "SELECT",
+    "gpus": "SELECT, INSERT, UPDATE",
+    "price_points": "SELECT, INSERT",
+    "catalog_state": "SELECT, UPDATE",
+}
+
+
+def grant_statements(quoted_role: str, sequence: str | None) -> list[str]:
+    """The statements for ``quoted_role`` (already quoted as an SQL identifier); ``sequence``
+    is price_points' id sequence, when it has one."""
+    statements = [
+        f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {quoted_role}",
+        f"REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM {quoted_role}",
+        f"GRANT USAGE ON SCHEMA public TO {quoted_role}",
+    ]
+    statements += [f"GRANT {p} ON {t} TO {quoted_role}" for t, p in TABLE_PRIVILEGES.items()]
+    if sequence is not None:
+        statements.append(f"GRANT USAGE ON SEQUENCE {sequence} TO {quoted_role}")
+    return statements
+
+
+async def grant_service_role(engine: AsyncEngine, role: str) -> None:
+    """Grant ``role`` the service's privileges and nothing more (one transaction)."""
+    if engine.dialect.name != "postgresql":
+        return
+    quoted = engine.dialect.identifier_preparer.quote(role)
+    async with engine.begin() as connection:
+        exists = await connection.scalar(
+            text("SELECT 1 FROM pg_roles WHERE rolname = :role"), {"role": role}
+        )
+        if not exists:
+            raise LookupError(
+                f"role {role!r} (GPUPLAN_SERVICE_ROLE) does not exist: create it first "
+                "(deploy/postgres/service-role.sql)"
+            )
+        sequence = await connection.scalar(
+            text("SELECT pg_get_serial_sequence('price_points', 'id')")
+        )
+        for statement in grant_statements(quoted, sequence):
+            await connection.execute(text(statement))
