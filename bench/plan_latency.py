@@ -125,7 +125,7 @@ def main() -> None:
     args = parser.parse_args()
     n = 40 if args.quick else 200
     snap = real_snapshot()
-    options = sum(1 for p in snap.prices if p.kind.value == "on_demand")
+    options = sum(1 for p in snap.prices if p.kind == "on_demand")
     print("# Uncached plan latency\n")
     print(
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, "
@@ -157,7 +157,7 @@ def main() -> None:
     for factor in (1, 2, 5, 10):
         scaled = scaled_snapshot(snap, factor, random.Random(factor))
         times = measure(scaled, max(10, n // (2 * factor)), 4, cold=True, seed=100 + factor)
-        offers = sum(1 for p in scaled.prices if p.kind.value == "on_demand")
+        offers = sum(1 for p in scaled.prices if p.kind == "on_demand")
         print(
             f"| {factor}x | {len(scaled.gpus)} | {offers} | {len(times)} | "
             f"{statistics.median(times):.1f} | {pct(times, 99):.1f} | {max(times):.1f} |"

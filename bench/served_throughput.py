@@ -50,6 +50,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from service.cache.codec import plan_key
+
 ROOT = Path(__file__).resolve().parents[1]
 
 PLAN_BODY: dict[str, object] = {
@@ -523,7 +525,7 @@ def run_backend(
         facts["response_bytes"] = str(len(first.body))
         plan_id = first.headers.get("etag", "").strip('"')
         if backend.redis_url and facts["first_x_cache"] == "miss":
-            created_keys.append(f"{REDIS_KEY_PREFIX}plans:v1:{plan_id}")
+            created_keys.append(REDIS_KEY_PREFIX + plan_key(plan_id))
         etags = {e.key: confirm_hit(server, e, bodies[e.key]) for e in endpoints if e.cached_plan}
         if len(set(etags.values())) != 1:
             raise RuntimeError(f"POST and GET name different plans: {etags}")

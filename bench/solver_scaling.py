@@ -26,6 +26,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 from service.domain.solver import (
     Bucket,
@@ -131,11 +132,11 @@ def main() -> None:
                 n_options = len(problem.options)
                 kept.append(select(canonicalize(problem), Mode.COST).size)
                 solution = solve_fleet(problem)
-                main_ms.append(_ms(lambda p=problem: solve_fleet(p)))
-                alts_ms.append(_ms(lambda p=problem: cheapest_single_type(p)))
+                main_ms.append(_ms(partial(solve_fleet, problem)))
+                alts_ms.append(_ms(partial(cheapest_single_type, problem)))
                 budget = max(0.01, round(0.7 * solution.usd_per_hour, 2))
                 tight = replace(problem, budget_usd_per_hour=budget)
-                budget_ms.append(_ms(lambda p=tight: max_qps_within_budget(p)))
+                budget_ms.append(_ms(partial(max_qps_within_budget, tight)))
             plan_ms = [a + b + c for a, b, c in zip(main_ms, alts_ms, budget_ms, strict=True)]
             print(
                 f"{n_options:>7} {int(statistics.median(kept)):>5} {n_buckets:>7} | "
