@@ -7,9 +7,11 @@ import secrets
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, TypeAlias
 
 import pytest
 import pytest_asyncio
+from litestar import Litestar
 from litestar.testing import AsyncTestClient
 from redis.asyncio import Redis
 
@@ -21,6 +23,9 @@ from tests.support.services import Endpoints, discover, unavailable
 ADMIN_KEY = "test-admin-key-0123456789abcdef"
 OTHER_KEY = "not-an-admin-key-0123456789abcd"
 BACKENDS = ("sqlite", "postgres")
+
+Client: TypeAlias = AsyncTestClient[Litestar]
+"""The in-process HTTP client the `client` fixture yields."""
 
 
 @pytest.fixture(scope="session")
@@ -49,7 +54,7 @@ async def sqlite_databases(tmp_path_factory: pytest.TempPathFactory) -> SqliteDa
     return dbs
 
 
-def base_settings(database_url: str, tmp: Path, **overrides: object) -> Settings:
+def base_settings(database_url: str, tmp: Path, **overrides: Any) -> Settings:
     settings = Settings(
         database_url=database_url,
         data_dir=tmp,
@@ -58,7 +63,7 @@ def base_settings(database_url: str, tmp: Path, **overrides: object) -> Settings
         catalog_refresh_s=0.2,
         solver_workers=2,
     )
-    return replace(settings, **overrides)  # type: ignore[arg-type]
+    return replace(settings, **overrides)
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -96,7 +101,7 @@ async def settings(
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def client(settings: Settings, redis_prefix: str) -> AsyncIterator[AsyncTestClient]:  # type: ignore[type-arg]
+async def client(settings: Settings, redis_prefix: str) -> AsyncIterator[Client]:
     app = create_app(settings, cache_prefix=redis_prefix)
     async with AsyncTestClient(app) as test_client:
         yield test_client

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from litestar.testing import AsyncTestClient
 
-from tests.conftest import OTHER_KEY, admin
+from tests.conftest import OTHER_KEY, Client, admin
 
 pytestmark = pytest.mark.integration
 
@@ -22,7 +21,6 @@ ALL_IDS = {
     *("quadro-rtx-4000", "quadro-p6000", "l40s", "l40", "l4", "a10g", "a10", "t4"),
     *("v100-sxm2-32gb", "v100-pcie-16gb", "mi300x", "mi325x", "gaudi3"),
 }
-Client = AsyncTestClient  # type: ignore[type-arg]
 
 
 def observation(**overrides: Any) -> dict[str, Any]:

@@ -25,7 +25,6 @@ from tests.support.server import live_server
 from tests.support.services import Endpoints, unavailable
 
 pytestmark = pytest.mark.integration
-Client = AsyncTestClient  # type: ignore[type-arg]
 
 PLAN: dict[str, Any] = {
     "model": "llama-3.1-8b",
@@ -129,7 +128,8 @@ async def test_postgres_outage_answers_from_the_snapshot_then_recovers(
         await proxy.restore()
 
         async def recovered() -> bool:
-            return (await client.get("/readyz")).json()["status"] == "ready"
+            status: str = (await client.get("/readyz")).json()["status"]
+            return status == "ready"
 
         await wait_for(recovered)
         write = await client.post(
@@ -231,8 +231,7 @@ async def test_a_solve_past_its_deadline_answers_503_and_frees_the_worker(
     sqlite_settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import service.usecases.planning as planning
-
-    real_plan = planning.plan
+    from service.domain.planner import plan as real_plan
 
     def slow_plan(*args: Any, **kwargs: Any) -> Any:
         time.sleep(1.5)
@@ -256,8 +255,7 @@ async def test_a_full_solver_queue_answers_503_with_retry_after(
     sqlite_settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import service.usecases.planning as planning
-
-    real_plan = planning.plan
+    from service.domain.planner import plan as real_plan
 
     def slow_plan(*args: Any, **kwargs: Any) -> Any:
         time.sleep(0.5)

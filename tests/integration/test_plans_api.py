@@ -16,13 +16,12 @@ from litestar.testing import AsyncTestClient
 
 from service.app import create_app
 from service.settings import Settings
-from tests.conftest import admin, base_settings
+from tests.conftest import Client, admin, base_settings
 from tests.support.databases import SqliteDatabases
 from tests.support.proxy import ToggleProxy
 from tests.support.services import Endpoints, unavailable
 
 pytestmark = pytest.mark.integration
-Client = AsyncTestClient  # type: ignore[type-arg]
 
 BODY: dict[str, Any] = {
     "model": "llama-3.1-8b",
@@ -120,7 +119,7 @@ async def test_get_plan_by_id_and_unknown_id(client: Client) -> None:
 
 
 async def test_get_plan_from_query_matches_post(client: Client) -> None:
-    query = {
+    query: dict[str, str | int | float] = {
         "model": "llama-3.1-8b",
         "qps": 12,
         "prompt_tokens": 512,
@@ -349,7 +348,12 @@ def _solves(metrics: Any) -> float:
 
 
 async def test_estimate_and_models(client: Client) -> None:
-    body = {"model": "llama-2-70b", "gpu": "A100", "prompt_tokens": 1024, "output_tokens": 256}
+    body: dict[str, str | int] = {
+        "model": "llama-2-70b",
+        "gpu": "A100",
+        "prompt_tokens": 1024,
+        "output_tokens": 256,
+    }
     response = await client.post("/v1/estimate", json=body)
     assert response.status_code == 200, response.text
     est = response.json()
@@ -397,12 +401,13 @@ async def test_estimate_and_models(client: Client) -> None:
     query = {**body, "model": "llama-2-70b", "gpu": "a100"}
     by_query = await client.get("/v1/estimate", params=query)
     assert by_query.status_code == 200 and by_query.json() == response.json()
-    for changes, status, field in (
+    refused: tuple[tuple[dict[str, str | int], int, str], ...] = (
         ({"gpu": "h1000"}, 404, "gpu"),
         ({"prompt_tokens": 5000}, 422, "prompt_tokens"),
         ({"tensor_parallel": 80}, 422, "tensor_parallel"),
         ({"model": "llama-9"}, 404, "model"),
-    ):
+    )
+    for changes, status, field in refused:
         bad = await client.get("/v1/estimate", params={**query, **changes})
         assert bad.status_code == status and bad.json()["field"] == field, bad.text
 

@@ -45,7 +45,7 @@ class Endpoints:
 
 def _docker_answers() -> bool:
     try:
-        import docker  # type: ignore[import-untyped]
+        import docker  # type: ignore[import-untyped]  # docker-py ships no type hints
 
         client = docker.from_env(timeout=3)
         client.ping()

@@ -48,8 +48,9 @@ def test_table_entry_maps_to_status_and_problem(cls: type[Exception]) -> None:
     body = response.json()
     assert body["status"] == kind.status and body["type"].endswith(kind.slug)
     assert body["detail"] and body["instance"] == "/boom"
-    if isinstance(EXAMPLES[cls], DomainError):
-        assert body["field"] == EXAMPLES[cls].field  # type: ignore[attr-defined]
+    example = EXAMPLES[cls]
+    if isinstance(example, DomainError):
+        assert body["field"] == example.field
     if cls is ServiceUnavailable:
         assert response.headers["retry-after"] == "7"
 

@@ -76,9 +76,9 @@ def test_write_operations_document_auth_and_rate_limits() -> None:
 
 
 @cache
-def registry() -> Registry:  # type: ignore[type-arg]
+def registry() -> Registry[Any]:
     resource = Resource.from_contents(document(), default_specification=DRAFT202012)
-    return Registry().with_resource(BASE, resource)
+    return Registry().with_resources([(BASE, resource)])
 
 
 def validator(schema: dict[str, Any]) -> Draft202012Validator:

@@ -19,7 +19,7 @@ from service.cache.base import CacheUnavailable
 from service.cache.codec import PlanCodec, plan_key
 from service.cache.memory import MemoryPlanCache
 from service.domain.catalog import CatalogSnapshot, latest_per_offer
-from service.domain.planner import ConstraintsDraft, PlanDraft, WorkloadDraft
+from service.domain.planner import ConstraintsDraft, PlanDraft, WorkloadDraft, plan
 from service.store.csv_format import bundled_text, parse_gpus_csv, parse_prices_csv
 from service.usecases.catalog_state import SnapshotView
 from service.usecases.errors import ServiceUnavailable
@@ -79,7 +79,7 @@ def draft(qps: float = 12.0) -> PlanDraft:
 def solves(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts planner runs; each takes at least 50 ms so concurrent callers overlap."""
     calls: list[int] = []
-    real = planning_module.plan
+    real = plan
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         calls.append(threading.get_ident())

@@ -84,7 +84,7 @@ def test_test_only_variables_are_ignored() -> None:
 def test_settings_are_frozen_and_keys_hidden_from_repr() -> None:
     settings = load_settings({"GPUPLAN_ADMIN_KEYS": KEY})
     with pytest.raises(AttributeError):
-        settings.redis_url = "redis://x"  # type: ignore[misc]
+        settings.redis_url = "redis://x"  # type: ignore[misc]  # the frozen write under test
     assert KEY not in repr(settings)
 
 

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import msgspec
 import pytest
+import sqlalchemy as sa
 from msgspec import Meta
 
 from service.api.schemas.catalog import GpuOut, GpuSpecIn
@@ -21,6 +22,7 @@ from service.domain.vocabulary import PRICE_KIND_NAMES, PRICING_CHOICES, one_of
 from service.store.csv_format import GPU_COLUMNS, bundled_text, parse_gpus_csv
 from service.store.models import GpuRow, PricePointRow
 from service.store.rows import gpu_from_row, gpu_to_row_values
+from service.usecases.catalog import GpuListing
 
 ALL_FIELDS = [f.name for f in dataclasses.fields(GpuSpec)]
 STORED = [f.name for f in dataclasses.fields(GpuSpec) if f.init]
@@ -47,7 +49,9 @@ def test_optional_fields_are_nullable_columns_and_required_ones_are_not() -> Non
     columns = GpuRow.__table__.columns
     assert columns["fp8_tflops"].nullable and columns["tdp_w"].nullable
     assert not columns["memory_gb"].nullable and not columns["aliases"].nullable
-    assert columns["vendor"].type.length == 64 and columns["name"].type.length == 128
+    vendor, name = columns["vendor"].type, columns["name"].type
+    assert isinstance(vendor, sa.String) and isinstance(name, sa.String)
+    assert vendor.length == 64 and name.length == 128
 
 
 def test_the_domain_limits_are_what_the_request_body_enforces() -> None:
@@ -75,14 +79,8 @@ def test_a_spec_survives_the_row_and_the_response() -> None:
     for gpu in parse_gpus_csv(bundled_text("gpus.csv")):
         values = gpu_to_row_values(gpu, revision=1, updated_at=datetime.now(UTC))
         assert gpu_from_row(GpuRow(**values)) == gpu
-        shown = msgspec.to_builtins(GpuOut.from_listing(_Listing(gpu)))
+        shown = msgspec.to_builtins(GpuOut.from_listing(GpuListing(gpu, {})))
         assert {k: shown[k] for k in ALL_FIELDS} == msgspec.to_builtins(dataclasses.asdict(gpu))
-
-
-@dataclass
-class _Listing:
-    gpu: GpuSpec
-    cheapest_on_demand: dict[str, object] = dataclasses.field(default_factory=dict)
 
 
 def test_with_fields_of_derives_a_new_field_with_its_limits_and_default() -> None:
@@ -112,7 +110,9 @@ def test_with_fields_of_derives_a_new_field_with_its_limits_and_default() -> Non
 
 
 def test_price_kinds_are_the_vocabulary_everywhere() -> None:
-    checks = {str(c.sqltext) for c in PricePointRow.__table__.constraints if hasattr(c, "sqltext")}
+    table = PricePointRow.__table__
+    assert isinstance(table, sa.Table)
+    checks = {str(c.sqltext) for c in table.constraints if isinstance(c, sa.CheckConstraint)}
     assert f"kind IN ({', '.join(repr(k) for k in PRICE_KIND_NAMES)})" in checks
     assert {price_kind_for(choice) for choice in PRICING_CHOICES} == set(PRICE_KIND_NAMES)
     assert price_kind_for("owned") == "purchase"

@@ -66,8 +66,9 @@ def test_a_query_defaults_to_one_page_of_the_newest() -> None:
 
 @pytest.mark.parametrize("field", ["since", "until"])
 def test_a_moment_without_a_zone_is_refused_naming_it(field: str) -> None:
+    naive = datetime(2026, 6, 1)  # noqa: DTZ001 - the naive value under test
     with pytest.raises(InvalidInput) as caught:
-        PriceQuery(**{field: datetime(2026, 6, 1)})  # noqa: DTZ001 - the naive value under test
+        PriceQuery(since=naive) if field == "since" else PriceQuery(until=naive)
     assert caught.value.field == field
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from functools import cache
+from typing import Any
 
 import pytest
 
@@ -34,11 +35,11 @@ def snapshot() -> CatalogSnapshot:
     return CatalogSnapshot(revision=1, gpus=gpus, prices=prices)
 
 
-def draft(**changes: object) -> PlanDraft:
+def draft(**changes: Any) -> PlanDraft:
     base = PlanDraft(
         model="llama-3.1-8b", workload=WorkloadDraft(qps=12.0, prompt_tokens=512, output_tokens=128)
     )
-    return replace(base, **changes)  # type: ignore[arg-type]
+    return replace(base, **changes)
 
 
 def pid(d: PlanDraft) -> str:

@@ -22,11 +22,16 @@ import random
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from scipy.optimize import linprog
 
 from service.domain.solver import Bucket, FleetOption, FleetProblem
 
 TOL = 1e-9
+
+Floats = npt.NDArray[np.float64]
+Bools = npt.NDArray[np.bool_]
+Ints = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
@@ -35,22 +40,26 @@ class Reference:
     cards: int | None
 
 
-def _arrays(problem: FleetProblem):
-    demand = np.array([b.demand_qps for b in problem.buckets]) * (1.0 + problem.headroom)
+def _arrays(problem: FleetProblem) -> tuple[Floats, Floats]:
+    """Demand per bucket with headroom (req/s, shape (S,)) and capacity per unit (req/s,
+    shape (G, S))."""
+    demand = np.array([b.demand_qps for b in problem.buckets], dtype=float) * (
+        1.0 + problem.headroom
+    )
     cap = np.array([o.capacity_qps for o in problem.options], dtype=float).reshape(
         len(problem.options), len(problem.buckets)
     )  # (G, S)
     return demand, cap
 
 
-def _usable(demand: np.ndarray, cap: np.ndarray) -> np.ndarray:
+def _usable(demand: Floats, cap: Floats) -> Bools:
     demanded = demand > 0
     if demanded.any():
-        return (cap[:, demanded] > 0).any(axis=1)
-    return (cap > 0).any(axis=1)
+        return np.asarray((cap[:, demanded] > 0).any(axis=1), dtype=np.bool_)
+    return np.asarray((cap > 0).any(axis=1), dtype=np.bool_)
 
 
-def assignment_fits(demand: np.ndarray, cap: np.ndarray, x: np.ndarray, scale: float = 1.0) -> bool:
+def assignment_fits(demand: Floats, cap: Floats, x: Ints, scale: float = 1.0) -> bool:
     """Is there z >= 0 with sum_g z[s,g] = scale * demand[s], sum_s z[s,g]/cap[g,s] <= x[g]?"""
     dem = np.flatnonzero(demand > 0)
     if dem.size == 0:
@@ -60,7 +69,7 @@ def assignment_fits(demand: np.ndarray, cap: np.ndarray, x: np.ndarray, scale: f
         return False
     if dem.size == 1:
         s = dem[0]
-        return float(np.sum(cap[:, s] * x)) >= scale * demand[s] * (1 - TOL)
+        return float(np.sum(cap[:, s] * x)) >= scale * float(demand[s]) * (1 - TOL)
     n = len(pairs)
     a_eq = np.zeros((dem.size, n))
     b_eq = np.zeros(dem.size)
@@ -73,10 +82,11 @@ def assignment_fits(demand: np.ndarray, cap: np.ndarray, x: np.ndarray, scale: f
         a_ub[gs.index(g), k] = 1.0 / cap[g, s]
     b_ub = np.array([x[g] * (1 + TOL) for g in gs], dtype=float)
     res = linprog(np.zeros(n), A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, method="highs")
-    return res.status == 0
+    status: int = res.status  # SciPy is untyped: 0 is "optimal" (a feasible point exists)
+    return status == 0
 
 
-def _box(problem: FleetProblem, demand: np.ndarray, cap: np.ndarray) -> list[range]:
+def _box(problem: FleetProblem, demand: Floats, cap: Floats) -> list[range]:
     usable = _usable(demand, cap)
     card_cap = dict(problem.max_cards)
     ranges = []
@@ -97,7 +107,7 @@ def _box(problem: FleetProblem, demand: np.ndarray, cap: np.ndarray) -> list[ran
     return ranges
 
 
-def _candidates(problem: FleetProblem, demand: np.ndarray, cap: np.ndarray) -> np.ndarray:
+def _candidates(problem: FleetProblem, demand: Floats, cap: Floats) -> Ints:
     ranges = _box(problem, demand, cap)
     grid = np.array(list(itertools.product(*ranges)), dtype=np.int64).reshape(
         -1, len(problem.options)
@@ -124,7 +134,7 @@ def _candidates(problem: FleetProblem, demand: np.ndarray, cap: np.ndarray) -> n
     return grid[ok]
 
 
-def _replicas_per_unit(problem: FleetProblem) -> np.ndarray:
+def _replicas_per_unit(problem: FleetProblem) -> Ints:
     return np.array([o.replicas_per_unit for o in problem.options], dtype=np.int64)
 
 
@@ -165,7 +175,7 @@ def reference_max_scale(problem: FleetProblem) -> float:
     prices = np.array([cents(o) for o in problem.options])
     rpu = _replicas_per_unit(problem)
     for x in itertools.product(*ranges):
-        xv = np.array(x)
+        xv = np.array(x, dtype=np.int64)
         if int(xv @ prices) > budget_cents or int(xv @ rpu) < problem.min_replicas:
             continue
         if not problem.allow_mix:
@@ -186,7 +196,7 @@ def reference_max_scale(problem: FleetProblem) -> float:
     return best
 
 
-def _max_scale_of(demand: np.ndarray, cap: np.ndarray, x: np.ndarray) -> float:
+def _max_scale_of(demand: Floats, cap: Floats, x: Ints) -> float:
     dem = np.flatnonzero(demand > 0)
     pairs = [(s, g) for s in dem for g in range(len(x)) if cap[g, s] > 0 and x[g] > 0]
     if any(not any(p[0] == s for p in pairs) for s in dem):

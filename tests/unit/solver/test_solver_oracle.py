@@ -51,8 +51,8 @@ def check_fleet(problem: FleetProblem, solution: FleetSolution) -> None:
         assert cap > 0
         served[bucket] = served.get(bucket, 0.0) + qps
         load[key] = load.get(key, 0.0) + qps / cap
-    for key, bucket in buckets.items():
-        want = bucket.demand_qps * (1 + problem.headroom)
+    for key, demanded in buckets.items():
+        want = demanded.demand_qps * (1 + problem.headroom)
         assert math.isclose(served.get(key, 0.0), want, rel_tol=1e-6, abs_tol=1e-9)  # C1
     for key, used in load.items():
         assert used <= units[key] * (1 + 1e-6) + 1e-9  # C2 (capacity is per unit)

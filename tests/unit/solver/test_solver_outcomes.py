@@ -7,7 +7,9 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -30,13 +32,13 @@ from tests.unit.solver.solver_bruteforce import random_problem
 SHORT_LONG = (Bucket("short", 60.0), Bucket("long", 6.0))
 
 
-def short_long_problem(**kwargs: object) -> FleetProblem:
+def short_long_problem(**kwargs: Any) -> FleetProblem:
     """A small card is cheapest for short requests but cannot hold long ones; a big card can."""
     options = (
         FleetOption("l4|tp1|gcp", "l4", 1, 0.80, (10.0, 0.0)),
         FleetOption("h100|tp1|aws", "h100", 1, 4.00, (40.0, 5.0)),
     )
-    return FleetProblem(buckets=SHORT_LONG, options=options, **kwargs)  # type: ignore[arg-type]
+    return FleetProblem(buckets=SHORT_LONG, options=options, **kwargs)
 
 
 # --------------------------------------------------------------------------- mix example
@@ -109,7 +111,8 @@ def test_max_qps_within_budget_fits_the_budget(seed: int) -> None:
     )
     solution = solve_fleet(scaled)
     assert solution.status is SolveStatus.OPTIMAL, solution
-    assert solution.usd_per_hour <= problem.budget_usd_per_hour  # type: ignore[operator]
+    assert problem.budget_usd_per_hour is not None
+    assert solution.usd_per_hour <= problem.budget_usd_per_hour
 
 
 def test_within_budget_is_optimal_and_leaves_load_to_the_caller() -> None:
@@ -323,7 +326,8 @@ def test_binding_labels_and_relaxation_savings() -> None:
     # 2 h100 (long + 32 short) + 1 l4 (10 short, at the cap) + 1 a10 (18 short) = 10.8
     assert solution.usd_per_hour == pytest.approx(10.8)
     assert solution.binding == ("demand:long", "demand:short", "max_cards:l4")
-    assert relaxation_savings(problem, solution) == (("max_cards:l4", pytest.approx(0.4)),)
+    [(relaxed, saved)] = relaxation_savings(problem, solution)
+    assert relaxed == "max_cards:l4" and saved == pytest.approx(0.4)
 
 
 def test_a_cap_can_cost_without_binding() -> None:
@@ -331,12 +335,13 @@ def test_a_cap_can_cost_without_binding() -> None:
     solution = solve_fleet(problem)
     assert solution.units == (("h100|tp1|aws", 3),)  # pushed off l4 entirely
     assert "max_cards:l4" not in solution.binding
-    assert relaxation_savings(problem, solution) == (("max_cards:l4", pytest.approx(1.6)),)
+    [(relaxed, saved)] = relaxation_savings(problem, solution)
+    assert relaxed == "max_cards:l4" and saved == pytest.approx(1.6)
 
 
 def test_utilization_and_served_rates() -> None:
     solution = solve_fleet(short_long_problem(headroom=0.5))
-    served = {}
+    served: dict[str, float] = {}
     for bucket, _, qps in solution.served_qps:
         served[bucket] = served.get(bucket, 0.0) + qps
     assert served == pytest.approx({"short": 90.0, "long": 9.0})
@@ -377,9 +382,9 @@ def test_solve_single_type_rejects_unknown_gpu() -> None:
         lambda: FleetProblem((), (), time_limit_s=0.0),
     ],
 )
-def test_invalid_values_are_rejected(make: object) -> None:
+def test_invalid_values_are_rejected(make: Callable[[], object]) -> None:
     with pytest.raises(InvalidInput):
-        make()  # type: ignore[operator]
+        make()
 
 
 @pytest.mark.parametrize("rpu", [0, -2])
@@ -426,12 +431,12 @@ EIGHT = FleetOption("h100|x8", "h100", 8, 8.00, (80.0,), replicas_per_unit=8)
 ONE = FleetOption("h100|x1", "h100", 1, 1.50, (10.0,))
 
 
-def instances_problem(min_replicas: int, **kwargs: object) -> FleetProblem:
+def instances_problem(min_replicas: int, **kwargs: Any) -> FleetProblem:
     return FleetProblem(
         buckets=(Bucket("chat", 0.5),),
         options=(EIGHT, ONE),
         min_replicas=min_replicas,
-        **kwargs,  # type: ignore[arg-type]
+        **kwargs,
     )
 
 
@@ -452,7 +457,8 @@ def test_eight_replicas_are_one_big_instance(monkeypatch: pytest.MonkeyPatch) ->
     assert solution.usd_per_hour == pytest.approx(8.0)
     assert (solution.total_units, solution.total_replicas, solution.total_cards) == (1, 8, 8)
     assert solution.binding == ("demand:chat", "min_replicas")
-    assert solution.utilization == (("h100|x8", pytest.approx(0.5 / 80.0)),)
+    [(option, share)] = solution.utilization
+    assert option == "h100|x8" and share == pytest.approx(0.5 / 80.0)
     assert cheapest_single_type(instances_problem(8))["h100"] == solution
     # The same on the MILP path (the exact path takes scopes of one or two options).
     monkeypatch.setattr(exact_module, "MAX_EXACT_OPTIONS", 0)
@@ -531,6 +537,5 @@ def test_budget_and_what_if_count_model_replicas() -> None:
     assert max_qps_within_budget(alone) == 0.0
     assert max_qps_within_budget(replace(alone, min_replicas=8)) == pytest.approx(80.0, rel=1e-5)
     cheapest = solve_fleet(instances_problem(8))
-    assert relaxation_savings(instances_problem(8), cheapest) == (
-        ("min_replicas", pytest.approx(8.0 - 1.5)),
-    )
+    [(relaxed, saved)] = relaxation_savings(instances_problem(8), cheapest)
+    assert relaxed == "min_replicas" and saved == pytest.approx(8.0 - 1.5)
