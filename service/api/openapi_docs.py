@@ -1,10 +1,12 @@
 """What the OpenAPI document says beyond the types: problem responses per operation, and
-request/response examples (real answers of the service, in ``service/api/examples/``; a test
-validates each against its schema)."""
+request/response examples (real answers of the service; a test validates each against its
+schema). The GPU examples are built from the bundled seed catalog when the document is built,
+so they carry every ``GpuSpec`` field; the others are in ``service/api/examples/``."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -22,7 +24,9 @@ from litestar.params import Body
 from litestar.typing import FieldDefinition
 
 from service.api.errors import PROBLEM_JSON
+from service.api.schemas.catalog import GpuListOut, GpuOut, GpuWriteOut
 from service.api.schemas.common import Problem
+from service.usecases.seed_catalog import seed_listing
 
 _DESCRIPTIONS = {
     400: "The body is not valid JSON.",
@@ -49,9 +53,28 @@ class Verbatim(BaseSchemaObject):
         return self.value
 
 
+def _seed_gpu(gpu_id: str) -> GpuOut:
+    """A bundled GPU as ``GET /v1/gpus/{gpu_id}`` answers it on a freshly seeded catalog."""
+    return GpuOut.from_listing(seed_listing(gpu_id))
+
+
+_SEED_EXAMPLES: dict[str, Callable[[], msgspec.Struct]] = {
+    "gpu": lambda: _seed_gpu("h100-sxm"),
+    "gpu_list": lambda: GpuListOut(
+        catalog_revision=1, count=2, gpus=[_seed_gpu("mi300x"), _seed_gpu("mi325x")]
+    ),
+    "gpu_write": lambda: GpuWriteOut(created=False, catalog_revision=3, gpu=_seed_gpu("h100-sxm")),
+}
+"""Examples built from the seed catalog (``service/data/gpus.csv`` and ``prices.csv``)."""
+
+
 @cache
 def example(name: str) -> Any:
-    """The example body ``service/api/examples/<name>.json``, wrapped to keep its nulls."""
+    """The example body ``name``, wrapped to keep its nulls: built from the seed catalog for the
+    GPU answers, else read from ``service/api/examples/<name>.json``."""
+    build = _SEED_EXAMPLES.get(name)
+    if build is not None:
+        return Verbatim(json.loads(msgspec.json.encode(build())))  # the JSON the service sends
     text = resources.files("service.api").joinpath("examples", f"{name}.json").read_text()
     return Verbatim(json.loads(text))
 

@@ -131,6 +131,23 @@ def test_examples_are_valid_against_their_schema(
     assert not errors, f"{label}: " + "; ".join(f"{list(e.path)}: {e.message}" for e in errors[:5])
 
 
+def test_the_gpu_examples_are_what_a_freshly_seeded_service_answers(tmp_path: Path) -> None:
+    """The GPU examples are built from the bundled catalog, so a new ``GpuSpec`` field and a
+    new value in ``gpus.csv`` reach them without editing an example."""
+    shown = {label: value for label, _, value in examples()}
+    app = create_app(Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'x.db'}"))
+    with TestClient(app) as client:
+        one = client.get("/v1/gpus/h100-sxm").json()
+        listed = {gpu["id"]: gpu for gpu in client.get("/v1/gpus").json()["gpus"]}
+    assert shown["GET /v1/gpus/{gpu_id} 200 gpuout-example-1"] == one
+    assert shown["GET /v1/gpus 200 gpulistout-example-1"]["gpus"] == [
+        listed["mi300x"],
+        listed["mi325x"],
+    ]
+    for status in ("200", "201"):
+        assert shown[f"PUT /v1/gpus/{{gpu_id}} {status} gpuwriteout-example-1"]["gpu"] == one
+
+
 def test_an_invalid_example_would_be_caught() -> None:
     schema = {"$ref": "#/components/schemas/PlanRequestIn"}
     assert list(validator(schema).iter_errors({"model": "x", "workload": {"qps": -1}}))
