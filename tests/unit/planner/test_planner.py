@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from service.domain.catalog import CatalogSnapshot, PricePoint, latest_per_offer
 from service.domain.llm import resolve_model
-from service.domain.perfmodel import Slo
+from service.domain.perfmodel import Deployment, RequestShape, Slo, max_qps_under_slo
 from service.domain.planner import (
     Plan,
     PlanConstraints,
@@ -169,9 +169,25 @@ def test_a_short_long_mix_is_strictly_cheaper_mixed() -> None:
         WorkloadBucket("b1", 0.2, 8000, 256),
     )
     slo = Slo(ttft_ms=1000, tpot_ms=100, e2e_ms=None, percentile=95)
-    # at 62 req/s the H100s the long prompts need leave too little room for all short ones;
-    # topping up with L4s beats a whole extra H100
-    p = plan(request(qps=62, buckets=mix, slo=slo, gpus=("l4", "h100-sxm")), snapshot())
+    gpus = {g.id: g for g in snapshot().gpus}
+    arch = resolve_model("llama-3.1-8b").arch
+
+    def capacity(gpu: str, b: WorkloadBucket) -> float:
+        dep = Deployment(gpus[gpu], 1, "bf16", "bf16", "vllm")
+        return max_qps_under_slo(arch, dep, RequestShape(b.prompt_tokens, b.output_tokens), slo).qps
+
+    h_short, h_long, l_short = (
+        capacity("h100-sxm", mix[0]),
+        capacity("h100-sxm", mix[1]),
+        capacity("l4", mix[0]),
+    )
+    assert capacity("l4", mix[1]) == 0 and h_long > 0 and l_short > 0
+    # the load at which the H100s the long prompts need plus a sliver of short load fill exactly
+    # two H100s and a bit: the overflow fits in half an L4, so topping up with an L4 beats a
+    # whole extra H100
+    h100s_per_qps = mix[1].share / h_long + mix[0].share / h_short
+    qps = (2 + 0.5 * l_short / h_short) / h100s_per_qps
+    p = plan(request(qps=qps, buckets=mix, slo=slo, gpus=("l4", "h100-sxm")), snapshot())
     assert p.fleet is not None
     by_gpu = {line.gpu: line for line in p.fleet.lines}
     assert set(by_gpu) == {"l4", "h100-sxm"}, p.fleet.lines
