@@ -52,6 +52,7 @@ from functools import lru_cache
 
 from service.domain.errors import InvalidInput
 from service.domain.perfmodel import constants as _constants
+from service.domain.perfmodel import engine_builds as _builds
 from service.domain.perfmodel.values import ENGINES, Engine
 
 
@@ -335,9 +336,9 @@ def _entry(name: str, data: Mapping[str, object]) -> CalibratedProfile:
 
 @lru_cache(maxsize=1)
 def profile_registry() -> dict[tuple[str, str], CalibratedProfile]:
-    """Every registered engine build by ``(engine, version)`` (from ``constants.PROFILES``)."""
+    """Every registered engine build by ``(engine, version)`` (from ``engine_builds.PROFILES``)."""
     out: dict[tuple[str, str], CalibratedProfile] = {}
-    for name, data in sorted(_constants.PROFILES.items()):
+    for name, data in sorted(_builds.PROFILES.items()):
         if not isinstance(data, Mapping):
             raise TypeError(f"constants: profile {name!r} must be a mapping")
         entry = _entry(name, data)

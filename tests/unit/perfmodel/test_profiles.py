@@ -38,7 +38,7 @@ SYNTHETIC = {
 
 @pytest.fixture
 def synthetic(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(calibration._constants, "PROFILES", SYNTHETIC)
+    monkeypatch.setattr(calibration._builds, "PROFILES", SYNTHETIC)
     profile_registry.cache_clear()
     yield
     profile_registry.cache_clear()
