@@ -66,13 +66,16 @@ from service.domain.perfmodel.calibration import (  # noqa: E402
 )
 from service.domain.perfmodel.coefficients import REQUEST_HANDLING_MAX_MS  # noqa: E402
 from service.domain.perfmodel.hardware import CALIBRATED_GROUPS, calibration_group  # noqa: E402
+from service.domain.vocabulary import ENGINES  # noqa: E402
 
 SEED = 20240601
 CONSTANTS_PY = ROOT / "service" / "domain" / "perfmodel" / "constants.py"
 BUILDS_PY = ROOT / "service" / "domain" / "perfmodel" / "engine_builds.py"
 STAGE_A_ENGINES = ("trtllm", "lmdeploy")
 STAGE_A_BUILDS = ("trtllm-0.14", "trtllm-1.0", "lmdeploy-0.1")
-SERVING_ENGINES = ("vllm", "sglang", "tgi")
+# Every public engine other than TensorRT-LLM is fitted in stage B (from the vocabulary, so a new
+# engine is fitted, or registered as uncalibrated, without editing this file).
+SERVING_ENGINES = tuple(e for e in ENGINES if e not in STAGE_A_ENGINES)
 MIN_BUILD_ROWS = 30
 MIN_BUILD_SOURCES = 2
 ENGINE_FIELDS = (
