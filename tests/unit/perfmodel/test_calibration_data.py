@@ -82,8 +82,10 @@ def test_lengths_use_generated_means_and_flag_distributions() -> None:
     assert eos == (32000, 94, "fixed", ("eos",))
     note = "client: vllm bench serve (ShareGPT (1000 prompts; mean in 217 / out 202 tokens))"
     assert parse_lengths("ShareGPT", "ShareGPT", note) == (217, 202, "mean", ("sharegpt",))
-    assert parse_lengths("ShareGPT", "ShareGPT", "no means").startswith("lengths:")  # type: ignore[union-attr]
-    assert parse_lengths("~20000", "~2000", "")[:3] == (20000, 2000, "fixed")  # type: ignore[index]
+    no_means = parse_lengths("ShareGPT", "ShareGPT", "no means")
+    assert isinstance(no_means, str) and no_means.startswith("lengths:")
+    fixed = parse_lengths("~20000", "~2000", "")
+    assert not isinstance(fixed, str) and fixed[:3] == (20000, 2000, "fixed")
     assert isinstance(parse_lengths("random up to 1024", "random up to 1024", ""), str)
     printed = "random dataset (500 prompts; mean in 3996 / out 200 tokens)"
     assert parse_lengths("4000", "random max 200 (mean 200; EOS not ignored)", printed)[:2] == (

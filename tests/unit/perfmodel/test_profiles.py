@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from service.domain.errors import InvalidInput
-from service.domain.perfmodel import calibration
+from service.domain.perfmodel import engine_builds
 from service.domain.perfmodel.calibration import (
     PUBLIC_PROFILES,
     default_calibration,
@@ -38,7 +38,7 @@ SYNTHETIC = {
 
 @pytest.fixture
 def synthetic(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(calibration._builds, "PROFILES", SYNTHETIC)
+    monkeypatch.setattr(engine_builds, "PROFILES", SYNTHETIC)
     profile_registry.cache_clear()
     yield
     profile_registry.cache_clear()
@@ -90,6 +90,6 @@ def test_committed_registry_covers_every_public_engine() -> None:
         assert PUBLIC_PROFILES[engine] == entry.profile
         if entry.calibrated:
             assert entry.rows > 0 and entry.sources > 0
-    for (engine, version), entry in profile_registry().items():
-        assert entry.engine == engine and entry.version == version
+    for (name, version), entry in profile_registry().items():
+        assert entry.engine == name and entry.version == version
         assert entry.profile.constants in cal.engine_by_name

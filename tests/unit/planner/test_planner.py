@@ -74,6 +74,7 @@ def test_a_plain_request_gets_an_optimal_priced_fleet() -> None:
     assert p.fleet.total_cards == sum(line.cards for line in p.fleet.lines)
     served = sum(line.assigned_qps for line in p.fleet.lines)
     assert served == pytest.approx(10.0, rel=1e-6)
+    assert p.fleet.qps_capacity is not None
     assert p.fleet.qps_capacity >= 10.0 * (1 - 1e-6)
     for line in p.fleet.lines:
         assert 0 < line.utilization <= 1 + 1e-9
@@ -132,6 +133,7 @@ def test_headroom_and_min_replicas() -> None:
     roomy = plan(request(qps=20, headroom=0.5), snapshot())
     assert cost(roomy) >= cost(base)
     assert roomy.fleet is not None
+    assert roomy.fleet.qps_capacity is not None
     assert roomy.fleet.qps_capacity >= 30 * (1 - 1e-6)
     tiny = plan(request(qps=0.1, min_replicas=3), snapshot())
     assert tiny.fleet is not None
