@@ -351,6 +351,23 @@ def known_versions(engine: str) -> tuple[str, ...]:
     return tuple(sorted((v for e, v in profile_registry() if e == engine), key=version_key))
 
 
+REFERENCE_CONSTANTS = "trtllm-1.0"
+"""The fitted build whose constants an engine without registered measurements uses."""
+
+
+def _uncalibrated(engine: str) -> CalibratedProfile:
+    """An engine the vocabulary and ``_STRUCTURES`` know but no calibration has registered yet
+    (``bench/calibrate.py`` writes one entry per engine): its documented defaults with the
+    reference constants, and a note saying nothing validates them."""
+    note = f"no {engine} measurements registered: {REFERENCE_CONSTANTS} constants, unvalidated"
+    base = _STRUCTURES[engine]
+    profile = replace(base, constants=REFERENCE_CONSTANTS, note=f"{base.note}; {note}")
+    return CalibratedProfile(
+        engine=engine, version="", profile=profile, calibrated=False,
+        rows=0, sources=0, gpus=(), validation=(), note=note,
+    )  # fmt: skip
+
+
 def resolve_profile(engine: str, version: str | None = None) -> CalibratedProfile:
     """The registered build of ``engine``: ``version`` exactly, or with ``None`` the newest
     calibrated build (the unversioned entry when no build of the engine is calibrated).
@@ -359,6 +376,8 @@ def resolve_profile(engine: str, version: str | None = None) -> CalibratedProfil
     """
     reg = profile_registry()
     versions = known_versions(engine)
+    if not versions and engine in _STRUCTURES:
+        return _uncalibrated(engine)
     if not versions:
         raise InvalidInput(
             f"unknown engine {engine!r}; known: {', '.join(sorted({e for e, _ in reg}))}",

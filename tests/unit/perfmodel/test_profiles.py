@@ -93,3 +93,21 @@ def test_committed_registry_covers_every_public_engine() -> None:
     for (name, version), entry in profile_registry().items():
         assert entry.engine == name and entry.version == version
         assert entry.profile.constants in cal.engine_by_name
+
+
+def test_an_engine_with_no_registered_build_is_uncalibrated_not_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A newly added engine has documented defaults but no build until the next calibration.
+    without_tgi = {k: v for k, v in engine_builds.PROFILES.items() if k != "tgi"}
+    monkeypatch.setattr(engine_builds, "PROFILES", without_tgi)
+    profile_registry.cache_clear()
+    try:
+        entry = resolve_profile("tgi")
+        assert not entry.calibrated and entry.rows == 0 and entry.validation == ()
+        assert entry.profile.constants in default_calibration().engine_by_name
+        assert "unvalidated" in entry.note
+        with pytest.raises(InvalidInput, match="unknown engine"):
+            resolve_profile("no-such-engine")
+    finally:
+        profile_registry.cache_clear()
