@@ -1,9 +1,9 @@
 """The reference catalog bundled with gpuplan, read without a database.
 
 ``service/data/gpus.csv`` and ``prices.csv`` (parsed by ``store.csv_format``, the same code that
-seeds a new database) as a snapshot at revision 1: the catalog a fresh install serves. The
-OpenAPI document builds its GPU examples from it, so an example always carries every
-``GpuSpec`` field with the seed row's values.
+seeds a new database): the GPUs and prices a fresh install serves. The OpenAPI document builds
+its GPU examples from it, so an example always carries every ``GpuSpec`` field with the seed
+row's values.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from service.usecases.catalog import GpuListing
 
 @cache
 def seed_snapshot() -> CatalogSnapshot:
-    """The bundled GPUs and the newest bundled observation of every offer, revision 1."""
+    """The bundled GPUs and the newest bundled observation of every offer. The revision is 1,
+    the seed's own; a database moves on from it with every migration that fills a GPU field."""
     gpus = tuple(parse_gpus_csv(bundled_text("gpus.csv")))
     prices = latest_per_offer(parse_prices_csv(bundled_text("prices.csv")))
     return CatalogSnapshot(revision=1, gpus=gpus, prices=prices)

@@ -6,9 +6,11 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import httpx
@@ -32,6 +34,15 @@ def run(
     return result
 
 
+def catalog_revision(env: dict[str, str]) -> int:
+    """The catalog revision in the embedded database the command uses (read directly: the
+    seed's revision moves on with every migration that fills a new GPU spec field)."""
+    database = Path(env["GPUPLAN_DATA_DIR"]) / "gpuplan.db"
+    with closing(sqlite3.connect(database)) as conn:
+        row = conn.execute("SELECT revision FROM catalog_state WHERE id = 1").fetchone()
+    return int(row[0])
+
+
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("GPUPLAN_")}
@@ -45,6 +56,7 @@ def test_migrate_then_export_and_reimport_is_idempotent(
 ) -> None:
     out = run(["migrate"], env).stdout
     assert f"is at migration {head_revision()}" in out
+    seeded = catalog_revision(env)
     exported = run(["catalog", "export"], env).stdout
     lines = exported.strip().splitlines()
     assert lines[0].startswith("gpu_id,provider,region,kind,usd")
@@ -52,12 +64,15 @@ def test_migrate_then_export_and_reimport_is_idempotent(
     path = tmp_path / "all.csv"
     path.write_text(exported)
     again = run(["catalog", "import", str(path)], env).stdout
-    assert "inserted 0, already present 113; catalog revision 1" in again
+    assert f"inserted 0, already present 113; catalog revision {seeded}" in again
+    assert catalog_revision(env) == seeded
 
 
 def test_import_appends_new_observations_and_bumps_revision(
     env: dict[str, str], tmp_path: Path
 ) -> None:
+    run(["migrate"], env)
+    seeded = catalog_revision(env)
     path = tmp_path / "new.csv"
     path.write_text(
         "gpu_id,provider,region,kind,usd,instance_type,gpus_per_instance,observed_at,source\n"
@@ -65,7 +80,7 @@ def test_import_appends_new_observations_and_bumps_revision(
         "l4,examplecloud,eu-1,spot,0.30,ex.1x,1,2026-09-01,cli test\n"
     )
     out = run(["catalog", "import", str(path)], env).stdout
-    assert "inserted 2, already present 0; catalog revision 2" in out
+    assert f"inserted 2, already present 0; catalog revision {seeded + 1}" in out
     h100 = run(["catalog", "export", "--gpu", "h100"], env).stdout
     assert "examplecloud,eu-1,on_demand,2.1,ex.8x,8,2026-09-01T00:00:00Z" in h100
 

@@ -34,6 +34,7 @@ async def test_metrics_cover_requests_solves_cache_revision_and_queue(
         await client.post("/v1/plans", json=PLAN)
         await client.get("/v1/gpus/nope")
         text = (await client.get("/metrics")).text
+        revision = (await client.get("/v1/catalog")).json()["catalog_revision"]
     assert 'gpuplan_http_requests_total{method="POST",route="/v1/plans",status="200"} 2.0' in text
     assert (
         'gpuplan_http_requests_total{method="GET",route="/v1/gpus/{gpu_id}",status="404"} 1.0'
@@ -47,7 +48,7 @@ async def test_metrics_cover_requests_solves_cache_revision_and_queue(
     assert 'gpuplan_plan_cache_total{outcome="hit"} 1.0' in text
     assert 'gpuplan_plan_cache_total{outcome="miss"} 1.0' in text
     assert 'gpuplan_plan_cache_total{outcome="bypass"} 0.0' in text
-    assert "gpuplan_catalog_revision 1.0" in text
+    assert revision >= 1 and f"gpuplan_catalog_revision {float(revision)}" in text
     assert "gpuplan_solver_queue_depth 0.0" in text
     assert "gpuplan_catalog_stale 0.0" in text
     assert "gpuplan_plan_cache_entries 1.0" in text
