@@ -382,6 +382,10 @@ async def test_bad_cursor_and_naive_since_are_422(client: Client) -> None:
     assert naive.status_code == 422 and naive.json()["field"] == "since"
     limit = await client.get("/v1/gpus/h100-sxm/prices", params={"limit": 0})
     assert limit.status_code == 422 and limit.json()["field"] == "limit"
+    # A bare number is not read as a Unix timestamp: the parameters are ISO 8601 date-times.
+    for name, raw in (("until", "0"), ("since", "1700000000"), ("until", "1.5")):
+        number = await client.get("/v1/gpus/h100-sxm/prices", params={name: raw})
+        assert number.status_code == 422 and number.json()["field"] == name
 
 
 async def test_catalog_summary(client: Client) -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
-from litestar import Controller, Response, get, post, put
+from litestar import Controller, Request, Response, get, post, put
 from litestar.di import NamedDependency
 from litestar.params import PathParameter, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
@@ -33,10 +34,24 @@ from service.domain.catalog import (
     TOKEN_MAX_LENGTH,
     PriceQuery,
 )
+from service.domain.errors import InvalidInput
 from service.domain.vocabulary import PriceKindName
 from service.usecases.catalog import CatalogService, GpuFilter
 
 CURSOR_MAX_LENGTH = 256
+
+
+_ISO_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
+
+
+def _require_iso_datetime(name: str, raw: str | None) -> None:
+    """Moments in query strings are ISO 8601 date-times, as documented; the framework would
+    also read a bare number as a Unix timestamp, which nobody writing ``until=0`` means."""
+    if raw is not None and not _ISO_DATETIME.match(raw):
+        raise InvalidInput(
+            f"{name} must be an ISO 8601 date-time with a zone, e.g. 2026-06-01T00:00:00Z",
+            field=name,
+        )
 
 
 class CatalogController(Controller):
@@ -170,6 +185,7 @@ class CatalogController(Controller):
     async def list_prices(
         self,
         catalog: NamedDependency[CatalogService],
+        request: Request[Any, Any, Any],
         gpu_id: Annotated[
             str, PathParameter(max_length=NAME_MAX_LENGTH, description="GPU id or alias.")
         ],
@@ -195,6 +211,8 @@ class CatalogController(Controller):
         ] = None,
     ) -> PricePageOut:
         """Observations newest first, filtered; follow `next_cursor` for the next page."""
+        for name in ("since", "until"):
+            _require_iso_datetime(name, request.query_params.get(name))
         query = PriceQuery(
             provider=provider,
             region=region,
