@@ -83,8 +83,9 @@ FAILED = RunPrediction(NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, 0.0)
 
 
 def constants_key(row: Row, cal: Calibration) -> str:
-    """Fitted constants for a row: its build's, else its engine's pooled fit, else the newest
-    fitted build of the same engine, else ``FALLBACK_CONSTANTS`` (an engine with no data)."""
+    """Fitted constants for a row: its build's, else its engine's pooled fit, else the fitted
+    build of the same engine nearest in version (the newer one on a tie; the newest when the
+    row states no version), else ``FALLBACK_CONSTANTS`` (an engine with no data)."""
     have = cal.engine_by_name
     if row.build in BENCH_PROFILES:
         key = BENCH_PROFILES[row.build].constants
@@ -96,8 +97,19 @@ def constants_key(row: Row, cal: Calibration) -> str:
         return row.engine
     same = sorted((k for k in have if k.startswith(row.engine + "-")), key=_version_key)
     if same:
-        return same[-1]
+        if not row.version:
+            return same[-1]
+        return min(reversed(same), key=lambda k: _version_distance(k, row.version))
     return FALLBACK_CONSTANTS if FALLBACK_CONSTANTS in have else sorted(have)[-1]
+
+
+def _version_distance(key: str, version: str) -> float:
+    """Distance between a fit key's version and ``version`` (minor releases as hundredths)."""
+
+    def num(v: tuple[int, ...]) -> float:
+        return v[0] + (v[1] / 100.0 if len(v) > 1 else 0.0) if v else 0.0
+
+    return abs(num(_version_key(key)) - num(_version_key("x-" + version)))
 
 
 def _version_key(key: str) -> tuple[int, ...]:

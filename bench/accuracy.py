@@ -40,7 +40,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -133,8 +133,9 @@ def family(row: Row, gpus: Mapping[str, GpuSpec]) -> str:
 
 
 def build_of_profile(row: Row) -> str:
-    """Registry build a row validates (NIM runs on TensorRT-LLM 1.0 constants)."""
-    return "trtllm-1.0" if row.build.startswith("nim") else row.build
+    """Fit key a row validates (NIM is its own build: a TensorRT-LLM release inside NVIDIA's
+    container, with its own server)."""
+    return row.build
 
 
 # ---------------------------------------------------------------------------------------------
@@ -246,7 +247,10 @@ def _baseline_profile(row: Row, dep: Deployment, cal: Calibration) -> EngineProf
         row.load == "peak" or row.build.startswith(("lmdeploy", "nim"))
     ):
         key = row.build if row.build in BENCH_PROFILES else "nim-1.8"
-        return BENCH_PROFILES[key]
+        prof = BENCH_PROFILES[key]
+        if prof.constants not in cal.engine_by_name:  # (NIM ran on TensorRT-LLM 1.0's then)
+            prof = replace(prof, constants="trtllm-1.0")
+        return prof
     base = BASELINE_PROFILES[row.engine if row.engine in BASELINE_PROFILES else "trtllm"]
     return apply_flags(card_profile(row.model, dep, base, cal), row)
 

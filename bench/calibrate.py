@@ -72,7 +72,6 @@ SEED = 20240601
 CONSTANTS_PY = ROOT / "service" / "domain" / "perfmodel" / "constants.py"
 BUILDS_PY = ROOT / "service" / "domain" / "perfmodel" / "engine_builds.py"
 STAGE_A_ENGINES = ("trtllm", "lmdeploy")
-STAGE_A_BUILDS = ("trtllm-0.14", "trtllm-1.0", "lmdeploy-0.1")
 # Every public engine other than TensorRT-LLM is fitted in stage B (from the vocabulary, so a new
 # engine is fitted, or registered as uncalibrated, without editing this file).
 SERVING_ENGINES = tuple(e for e in ENGINES if e not in STAGE_A_ENGINES)
@@ -142,11 +141,12 @@ def _stage_a_params(rows: Sequence[Row], gpus: Mapping[str, GpuSpec]) -> list[Pa
         Param(("reserve_gb",), 1.5, 0.5, 2.5),
         Param(("reserve_frac",), 0.01, 0.001, 0.03),
     ]
-    reference = next((b for b in STAGE_A_BUILDS if b in builds), "")
+    ordered = stage_a_builds(builds)
+    # the oldest TensorRT-LLM build present is the reference: its compute and memory
+    # multipliers stay 1 so the GPU-group efficiencies are identifiable
+    reference = next((b for b in ordered if b.startswith("trtllm-")), "")
     has_ttft = {_stage_a_key(r) for r in rows if r.metric in ("ttft", "e2e")}
-    for b in STAGE_A_BUILDS:
-        if b not in builds:
-            continue
+    for b in ordered:
         for name in ENGINE_FIELDS:
             if name in ("eff_compute", "eff_memory") and b == reference:
                 continue
@@ -158,7 +158,15 @@ def _stage_a_params(rows: Sequence[Row], gpus: Mapping[str, GpuSpec]) -> list[Pa
 
 
 def _stage_a_key(row: Row) -> str:
-    return "trtllm-1.0" if row.build.startswith("nim") else row.build
+    return row.build
+
+
+def stage_a_builds(builds: set[str] | frozenset[str]) -> list[str]:
+    """Stage-A fit keys present in ``builds``: TensorRT-LLM releases oldest first, then the
+    other stage-A engines' builds (sorted)."""
+    trt = sorted((b for b in builds if b.startswith("trtllm-")), key=lambda b: version_key(b[7:]))
+    rest = sorted(b for b in builds if not b.startswith("trtllm-"))
+    return trt + rest
 
 
 def _set(mapping: dict[str, Any], path: tuple[str, ...], value: float) -> None:
@@ -443,12 +451,9 @@ def profiles(
             "gpus": sorted({r.gpu_id for r in build_rows}),
         }
 
-    for build in ("trtllm-0.14", "trtllm-1.0"):
-        b_rows = [
-            r
-            for r in sel
-            if r.build == build or (build == "trtllm-1.0" and r.build.startswith("nim"))
-        ]
+    trt_builds = stage_a_builds({r.build for r in sel if r.build.startswith("trtllm-")})
+    for build in trt_builds:
+        b_rows = [r for r in sel if r.build == build]
         if build in fitted and b_rows:
             out[build] = {
                 "engine": "trtllm", "version": build.split("-", 1)[1], "constants": build,

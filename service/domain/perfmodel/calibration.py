@@ -190,6 +190,11 @@ class EngineProfile:
       ``chunked_prefill``: long prompts split to fit the budget.
     * ``attention_dp_moe``: MoE models run attention data-parallel (each rank its own sequences,
       attention weights replicated, no KV-head replication) with experts sharded.
+    * ``window_kv``: the KV cache of sliding-window layers holds only the window (vLLM's hybrid
+      KV-cache manager from 0.10, SGLang's SWA pool, TensorRT-LLM's variable sliding-window
+      attention in the PyTorch backend); otherwise those layers are allocated full length.
+      Attention reads and FLOPs honour the window in every engine (the kernels skip masked
+      blocks).
     """
 
     name: str
@@ -203,6 +208,7 @@ class EngineProfile:
     chunked_prefill: bool
     attention_dp_moe: bool = False
     auto_token_cap: int = 32768
+    window_kv: bool = False
     note: str = ""
 
 
@@ -214,6 +220,7 @@ _STRUCTURES: dict[str, EngineProfile] = {
     "trtllm": EngineProfile(
         name="trtllm", constants="", derate=1.0, kv_fraction=0.9, kv_fraction_of="free",
         full_reservation=True, max_batch=2048, max_num_tokens=8192, chunked_prefill=True,
+        window_kv=True,
         note="TensorRT-LLM (LLM API defaults: KV 0.9 of free memory, GUARANTEED_NO_EVICT, "
         "max_batch_size 2048, max_num_tokens 8192)",
     ),
@@ -225,12 +232,14 @@ _STRUCTURES: dict[str, EngineProfile] = {
     "vllm": EngineProfile(
         name="vllm", constants="", derate=1.0, kv_fraction=0.9, kv_fraction_of="total",
         full_reservation=False, max_batch=1024, max_num_tokens=8192, chunked_prefill=True,
+        window_kv=True,
         note="vLLM V1 (gpu_memory_utilization 0.9, max_num_seqs 1024, chunked prefill 8192 "
         "tokens: the H100-class defaults)",
     ),
     "sglang": EngineProfile(
         name="sglang", constants="", derate=1.0, kv_fraction=0.88, kv_fraction_of="total",
         full_reservation=False, max_batch=1024, max_num_tokens=8192, chunked_prefill=True,
+        window_kv=True,
         note="SGLang (mem_fraction_static 0.88, chunked prefill 8192 tokens)",
     ),
     "tgi": EngineProfile(
@@ -252,7 +261,12 @@ def serving_structure(engine: str, version: str) -> EngineProfile:
         return _STRUCTURES["vllm-v0"]
     if engine not in _STRUCTURES:
         raise InvalidInput(f"unknown engine {engine!r}", field="engine")
-    return _STRUCTURES[engine]
+    base = _STRUCTURES[engine]
+    # window-sized KV for sliding-window layers arrived in vLLM 0.10 and SGLang 0.5
+    first = {"vllm": (0, 10), "sglang": (0, 5)}.get(engine)
+    if first is not None and version and version_key(version) < first:
+        return replace(base, window_kv=False)
+    return base
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,7 +427,7 @@ BENCH_PROFILES: dict[str, EngineProfile] = {
     "trtllm-1.0": EngineProfile(
         name="trtllm-1.0", constants="trtllm-1.0", derate=1.0, kv_fraction=0.95,
         kv_fraction_of="free", full_reservation=True, max_batch=4096, max_num_tokens=0,
-        chunked_prefill=False, attention_dp_moe=True,
+        chunked_prefill=False, attention_dp_moe=True, window_kv=True,
     ),
     # LMDeploy v0.1.0a1 TurboMind: paged blocks, whole-prompt prefill, KV pool sized so the
     # process holds ~95 % of the card (the source's mem(GB) column: 74-78 of 80 GB).
@@ -423,9 +437,9 @@ BENCH_PROFILES: dict[str, EngineProfile] = {
         chunked_prefill=False,
     ),
     # NIM 1.8 (TensorRT-LLM engine behind an OpenAI server): serving defaults of TensorRT-LLM,
-    # constants of the TensorRT-LLM 1.0 fit.
+    # its own fitted constants (the TensorRT-LLM release inside the container is not stated).
     "nim-1.8": EngineProfile(
-        name="nim-1.8", constants="trtllm-1.0", derate=1.0, kv_fraction=0.9,
+        name="nim-1.8", constants="nim-1.8", derate=1.0, kv_fraction=0.9,
         kv_fraction_of="free", full_reservation=True, max_batch=2048, max_num_tokens=8192,
         chunked_prefill=False,
     ),

@@ -6,7 +6,7 @@ does not depend on the load, derived once and memoised as a :class:`Setup`.
 1. ``_hardware``: whether the deployment can run at all (tensor-parallel split, weight and KV
    formats on the card, the scale-up link) and which fitted constants apply;
 2. ``_weights``: weight bytes per card and per replica;
-3. ``_kv_token_bytes``: KV-cache bytes per token per card;
+3. ``_kv_token_bytes``: KV-cache bytes per token per card (full-context and window layers);
 4. ``_activations``: activation/workspace bytes, per budget token and fixed;
 5. ``_rates``: achieved memory bandwidth and GEMM/attention throughput;
 6. ``_attention_flops``: attention FLOPs per context token (decode) and per prompt token and
@@ -34,8 +34,11 @@ and TensorRT-LLM, so the fitted ``ttft_overhead_ms`` is capped at
 :data:`REQUEST_HANDLING_MAX_MS`; a larger fitted value would stand in for missing queueing or
 prefill physics, not for request handling.
 
-Sliding-window and chunked attention layers are charged full-length KV (conservative; not all
-engines shrink the cache for them). Pipeline parallelism is not modelled. Times are seconds,
+Sliding-window and chunked attention layers (``ModelArch.sliding_window`` on
+``sliding_window_layers``) read and compute over at most the window in decode and at most twice
+the window per prompt token in prefill; their KV cache holds only the window in engines that
+allocate it so (``EngineProfile.window_kv``) and the whole context otherwise. Pipeline
+parallelism is not modelled. Times are seconds,
 memory bytes, rates per second.
 """
 
@@ -107,6 +110,8 @@ class Setup:
     kv_fraction: float
     kv_fraction_of_free: bool
     kv_token_b: float
+    kv_win_b: float
+    window: int
     w_dense_s: float
     w_exp_s: float
     n_exp: int
@@ -117,6 +122,9 @@ class Setup:
     kv_ctx_s: float
     attn_dec_ctx_s: float
     attn_pf_s: float
+    kv_win_ctx_s: float
+    attn_dec_win_s: float
+    attn_pf_win_s: float
     n_coll: int
     coll: tuple[tuple[float, float], ...]
     oh_step_s: float
@@ -255,19 +263,24 @@ def _weights(model: ModelArch, pc: ParamCounts, plan: PrecisionPlan, t: int, dp:
     return _Weights(wb, body_card, head_card, exp_card, weights_card, weights_replica)
 
 
-def _kv_token_bytes(model: ModelArch, kv_b: float, t: int, dp: bool, notes: list[str]) -> float:
-    """Step 3: KV-cache bytes per token per card (sharding rules in the module docstring)."""
-    elems = model.n_layers * model.kv_elements_per_token_layer
+def window_layers(model: ModelArch) -> int:
+    """Layers whose attention is limited to ``model.sliding_window`` tokens (0 if none)."""
+    if model.sliding_window <= 0:
+        return 0
+    return min(max(model.sliding_window_layers, 0), model.n_layers)
+
+
+def _kv_token_bytes(
+    model: ModelArch, kv_b: float, t: int, dp: bool, notes: list[str]
+) -> tuple[float, float]:
+    """Step 3: KV-cache bytes per token per card, ``(full-context layers, window layers)``
+    (sharding rules in the module docstring)."""
     # MLA latent: one copy per rank unless ranks own their sequences (attention DP)
     shard_tp = 1 if model.attention == "mla" else min(t, model.n_kv_heads)
     shard = t if dp else shard_tp
-    kv_token = elems * (kv_b if kv_b > 0 else 2.0) / shard
-    if model.sliding_window and model.sliding_window_layers:
-        notes.append(
-            f"{model.id} uses a {model.sliding_window}-token window on "
-            f"{model.sliding_window_layers} of {model.n_layers} layers; KV is charged at full "
-            "length (conservative)"
-        )
+    per_layer = model.kv_elements_per_token_layer * (kv_b if kv_b > 0 else 2.0) / shard
+    n_w = window_layers(model)
+    kv_full, kv_win = (model.n_layers - n_w) * per_layer, n_w * per_layer
     if model.attention == "mla" and t > 1 and not dp:
         notes.append("MLA latent KV cache replicated on every tensor-parallel rank")
     elif model.attention != "mla" and t > model.n_kv_heads and not dp:
@@ -275,7 +288,7 @@ def _kv_token_bytes(model: ModelArch, kv_b: float, t: int, dp: bool, notes: list
             f"tensor parallel {t} > {model.n_kv_heads} KV heads: KV heads replicated "
             f"{t // model.n_kv_heads}x"
         )
-    return kv_token
+    return kv_full, kv_win
 
 
 def _activations(
@@ -326,10 +339,10 @@ def _rates(gpu: GpuSpec, hw: _Hardware, cal: Calibration) -> _Rates:
     return _Rates(bw, fg, f16, f_attn, f_moe)
 
 
-def _attention_flops(model: ModelArch, t: int) -> tuple[float, float]:
-    """Step 6: per card, ``(decode FLOPs per context token, prefill FLOPs per prompt token per
-    prompt length)`` (causal prefill halves the square; MLA decode runs absorbed)."""
-    n_l = model.n_layers
+def _attention_flops(model: ModelArch, t: int, n_l: int) -> tuple[float, float]:
+    """Step 6: per card over ``n_l`` layers, ``(decode FLOPs per context token, prefill FLOPs per
+    prompt token per prompt length)`` (causal prefill halves the square; MLA decode runs
+    absorbed)."""
     if model.attention == "mla":
         qk_pf = model.n_heads * (model.qk_nope_head_dim + model.qk_rope_head_dim)
         v_pf = model.n_heads * model.v_head_dim
@@ -429,11 +442,22 @@ def build_setup(
             "routed experts sharded, each rank runs its own sequences"
         )
     w = _weights(model, pc, hw.plan, t, dp)
-    kv_token = _kv_token_bytes(model, hw.kv_b, t, dp, notes)
+    kv_full, kv_win = _kv_token_bytes(model, hw.kv_b, t, dp, notes)
+    n_w = window_layers(model)
+    window = model.sliding_window if n_w else 0
+    if n_w:
+        held = "its window" if profile.window_kv else "full length (this engine does not shrink it)"
+        notes.append(
+            f"{model.id} limits attention to {window} tokens on {n_w} of {model.n_layers} "
+            f"layers: their KV cache holds {held}"
+        )
+    # engines without window-sized KV allocate window layers at full length
+    kv_token, kv_alloc_win = (kv_full, kv_win) if profile.window_kv else (kv_full + kv_win, 0.0)
     act_tok, act_fixed = _activations(model, profile, cal, t, dp)
     capacity = memory_bytes(dep.gpu)
     r = _rates(dep.gpu, hw, cal)
-    attn_dec_flops, attn_pf_flops = _attention_flops(model, t)
+    attn_dec_flops, attn_pf_flops = _attention_flops(model, t, model.n_layers - n_w)
+    attn_dec_win, attn_pf_win = _attention_flops(model, t, n_w)
     n_coll, coll = _communication(model, hw.link, cal, t, dp)
     ec = hw.ec
     der_oh = 1.0 / hw.derate if hw.derate > 0 else 1.0
@@ -453,6 +477,8 @@ def build_setup(
         kv_fraction=profile.kv_fraction,
         kv_fraction_of_free=profile.kv_fraction_of == "free",
         kv_token_b=kv_token,
+        kv_win_b=kv_alloc_win,
+        window=window,
         w_dense_s=(w.body_card * w.wb + w.head_card * 2.0) / r.bw,
         w_exp_s=w.exp_card * w.wb / r.bw * imb,
         n_exp=model.n_experts,
@@ -460,9 +486,12 @@ def build_setup(
         g_dense_tok_s=2.0 * (pc.body / t) / r.fg,
         g_head_tok_s=2.0 * (pc.lm_head / t) / r.f16,
         g_exp_tok_s=2.0 * (pc.experts_active / t) / r.f_moe * imb if model.is_moe else 0.0,
-        kv_ctx_s=kv_token / (r.bw * cal.kv_read_eff),
+        kv_ctx_s=kv_full / (r.bw * cal.kv_read_eff),
         attn_dec_ctx_s=attn_dec_flops / r.f_attn,
         attn_pf_s=attn_pf_flops / r.f_attn,
+        kv_win_ctx_s=kv_win / (r.bw * cal.kv_read_eff),
+        attn_dec_win_s=attn_dec_win / r.f_attn,
+        attn_pf_win_s=attn_pf_win / r.f_attn,
         n_coll=n_coll,
         coll=coll,
         oh_step_s=(ec.step_overhead_ms * 1e-3 + ec.layer_overhead_us * 1e-6 * model.n_layers)

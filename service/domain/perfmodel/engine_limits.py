@@ -114,6 +114,7 @@ def card_profile(
     sized = replace(sized, kv_fraction=kv_fraction)
     s = build_setup(model, dep, sized, cal)
     pool = kv_pool_bytes(s, 1, 2)
-    if pool <= 0.0 or s.kv_token_b <= 0.0:
+    per_token = s.kv_token_b + s.kv_win_b  # a token held by every layer
+    if pool <= 0.0 or per_token <= 0.0:
         return sized
-    return replace(sized, max_batch=sglang_running_requests(pool / s.kv_token_b, model.max_context))
+    return replace(sized, max_batch=sglang_running_requests(pool / per_token, model.max_context))

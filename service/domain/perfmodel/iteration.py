@@ -21,7 +21,9 @@ from ``coefficients.build_setup``):
   (``L_in + (L_out - 1)/2``); ``kv`` KV bytes per token per card; ``a_dec`` attention FLOPs per
   context token in decode (``4 n_l n_h d_h / t``; MLA absorbed: ``2 n_l n_h (2 r_kv + d_rope) /
   t``), ``a_pf`` per prompt token and prompt length in causal prefill (``2 n_l n_h d_h / t``,
-  i.e. ``2 n_l L^2 d`` per prompt as in MODELING.md); ``BW = bandwidth eta_m``,
+  i.e. ``2 n_l L^2 d`` per prompt as in MODELING.md; on sliding-window layers ``c`` is capped at
+  the window ``W`` and the prompt length at ``2 W``, see ``coefficients``);
+  ``BW = bandwidth eta_m``,
   ``F = peak eta_c`` times the format's fitted GEMM efficiency (``F_attn``: 16-bit peak times
   ``attn_eff``; ``F_moe``: times ``moe_gemm_eff``); ``e_kv`` = ``kv_read_eff``; ``b_a = 2``
   bytes per activation; ``n_c = 2 n_l`` collectives (one after attention, one after the MLP;
@@ -95,11 +97,13 @@ def iteration_time(s: Setup, b: float, p: float, c: float, l_in: float) -> float
         ge = s.g_exp_tok_s * tok
         t += we if we > ge else ge
     if b > 0.0:
-        kv = s.kv_ctx_s * b * c
-        ad = s.attn_dec_ctx_s * b * c
+        cw = c if c < s.window else float(s.window)
+        kv = b * (s.kv_ctx_s * c + s.kv_win_ctx_s * cw)
+        ad = b * (s.attn_dec_ctx_s * c + s.attn_dec_win_s * cw)
         t += kv if kv > ad else ad
     if p > 0.0:
-        t += s.attn_pf_s * p * l_in
+        lw = l_in if l_in < 2.0 * s.window else 2.0 * s.window
+        t += p * (s.attn_pf_s * l_in + s.attn_pf_win_s * lw)
     if s.n_coll:
         t += s.n_coll * collective_seconds(s, tok)
     t += s.oh_step_s
@@ -123,12 +127,13 @@ def iteration_parts(s: Setup, b: float, p: float, c: float, l_in: float) -> Step
         weights += we
         compute += ge
         busy += max(we, ge)
-    kv = s.kv_ctx_s * b * c if b > 0 else 0.0
-    ad = s.attn_dec_ctx_s * b * c if b > 0 else 0.0
+    cw = min(c, float(s.window))
+    kv = b * (s.kv_ctx_s * c + s.kv_win_ctx_s * cw) if b > 0 else 0.0
+    ad = b * (s.attn_dec_ctx_s * c + s.attn_dec_win_s * cw) if b > 0 else 0.0
     busy += max(kv, ad)
     compute += ad
     if p > 0.0:
-        pf = s.attn_pf_s * p * l_in
+        pf = p * (s.attn_pf_s * l_in + s.attn_pf_win_s * min(l_in, 2.0 * s.window))
         busy += pf
         compute += pf
     comm = s.n_coll * collective_seconds(s, tok) if s.n_coll else 0.0

@@ -6,7 +6,9 @@ token (``coefficients``), activations ``act`` sized by the per-iteration token b
 ``reserve = reserve_gb + reserve_frac M``. The KV pool is ``f (M - W - act - reserve)``
 (fraction of free memory, TensorRT-LLM) or ``f M - W - act - reserve`` (fraction of total,
 vLLM/SGLang/TGI). A sequence holds ``L_in + L_out`` tokens (full reservation) or
-``L_in + L_out/2`` on average (paged).
+``L_in + L_out/2`` on average (paged); ``T`` tokens of a sequence take ``kv T + kv_w min(T, W)``
+bytes, ``kv_w`` being the sliding-window layers when the engine sizes their cache to the window
+``W`` (``coefficients``).
 
 Bytes per card; tokens; sequences. Pure: no I/O.
 """
@@ -19,6 +21,7 @@ __all__ = [
     "activation_bytes",
     "kv_pool_bytes",
     "memory_batch_cap",
+    "sequence_kv_bytes",
     "token_budget",
     "token_budget_cap",
     "tokens_per_sequence",
@@ -29,6 +32,11 @@ __all__ = [
 def tokens_per_sequence(s: Setup, l_in: int, l_out: int) -> float:
     """KV tokens charged per running sequence (full reservation or paged mean residency)."""
     return float(l_in + l_out) if s.full_reservation else l_in + l_out / 2.0
+
+
+def sequence_kv_bytes(s: Setup, tokens: float) -> float:
+    """KV-cache bytes per card that one sequence of ``tokens`` tokens holds."""
+    return s.kv_token_b * tokens + s.kv_win_b * min(tokens, float(s.window))
 
 
 def token_budget(s: Setup, l_in: int, l_out: int) -> float:
@@ -42,7 +50,8 @@ def token_budget(s: Setup, l_in: int, l_out: int) -> float:
     if s.max_num_tokens > 0:
         return float(s.max_num_tokens)
     free = s.capacity_b - s.reserve_b - s.weights_b - s.act_fixed_b
-    seqs = s.kv_fraction * free / (s.kv_token_b * (l_in + l_out)) if s.kv_token_b > 0 else 0.0
+    per_seq = sequence_kv_bytes(s, float(l_in + l_out))
+    seqs = s.kv_fraction * free / per_seq if per_seq > 0 else 0.0
     raw = min(max(seqs, 0.0), float(s.max_batch)) * (1.0 + l_in / max(l_out, 1))
     return min(max(raw, 2048.0), float(s.auto_token_cap))
 
@@ -71,9 +80,10 @@ def kv_pool_bytes(s: Setup, l_in: int, l_out: int) -> float:
 def memory_batch_cap(s: Setup, l_in: int, l_out: int) -> int:
     """Sequences whose KV fits the pool (0 when not even one does)."""
     pool = kv_pool_bytes(s, l_in, l_out)
-    if pool <= 0.0 or s.kv_token_b <= 0.0:
+    per_seq = sequence_kv_bytes(s, tokens_per_sequence(s, l_in, l_out))
+    if pool <= 0.0 or per_seq <= 0.0:
         return 0
-    return int(pool / (s.kv_token_b * tokens_per_sequence(s, l_in, l_out)))
+    return int(pool / per_seq)
 
 
 def token_budget_cap(s: Setup, l_in: int, l_out: int) -> float:

@@ -60,6 +60,7 @@ from service.domain.perfmodel.memory import (
     activation_bytes,
     kv_pool_bytes,
     memory_batch_cap,
+    sequence_kv_bytes,
     token_budget_cap,
     tokens_per_sequence,
     usable_bytes,
@@ -214,12 +215,12 @@ def fit_reason(s: Setup, dep: Deployment, model: ModelArch, shape: RequestShape)
         )
     if memory_batch_cap(s, l_in, l_out) < 1:
         pool = max(kv_pool_bytes(s, l_in, l_out), 0.0)
-        tokens = int(pool / s.kv_token_b) if s.kv_token_b > 0 else 0
         need = tokens_per_sequence(s, shape.prompt_tokens, effective_output(shape.output_tokens))
+        need_b = sequence_kv_bytes(s, need)
         return (
             f"after {s.weights_b / 1e9:.1f} GB of weights per card the KV cache gets "
-            f"{pool / 1e9:.1f} GB per card ({tokens} tokens at "
-            f"{s.kv_token_b / 1e3:.1f} KB/token); one request needs {need:.0f} tokens"
+            f"{pool / 1e9:.1f} GB per card; one request of {need:.0f} tokens needs "
+            f"{need_b / 1e9:.2f} GB per card"
         )
     return ""
 
