@@ -73,9 +73,7 @@ def test_decode_time_grows_with_context_only_through_full_layers() -> None:
     no_window = replace(GPT_OSS, sliding_window=0, sliding_window_layers=0)
     prof = PUBLIC_PROFILES["vllm"]
     plain = build_setup(no_window, DEP, prof, default_calibration())
-    grow_plain = iteration_time(plain, b, 0.0, 8000.0, 1) - iteration_time(
-        plain, b, 0.0, 4000.0, 1
-    )
+    grow_plain = iteration_time(plain, b, 0.0, 8000.0, 1) - iteration_time(plain, b, 0.0, 4000.0, 1)
     assert grow_win == pytest.approx(grow_plain / 2, rel=0.02)
 
 
