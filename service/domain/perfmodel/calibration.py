@@ -412,23 +412,36 @@ def resolve_profile(engine: str, version: str | None = None) -> CalibratedProfil
 # The profile a plain ``engine`` gets: its newest calibrated build.
 PUBLIC_PROFILES: dict[Engine, EngineProfile] = {e: resolve_profile(e).profile for e in ENGINES}
 
+
 # Profiles of the measured benchmark harnesses (used by bench/; not offered to callers).
+def trtllm_bench_profile(version: str) -> EngineProfile:
+    """``trtllm-bench throughput`` as the TensorRT-LLM performance overview of release
+    ``version`` ran it (its "Reproducing" section).
+
+    Before 0.19, TensorRT backend: the engine is built by the trtllm-bench heuristic (max batch
+    from KV memory, <= 4096; token budget batch x (1 + ISL/OSL)), GUARANTEED_NO_EVICT, KV 0.95
+    of free memory (``--kv_cache_free_gpu_mem_fraction 0.95``), every layer's cache full length.
+    From 0.19 ("Starting with v0.19, testing was performed using the PyTorch backend"): the same
+    sizing, MoE models with attention data parallelism and expert parallelism (the overview's
+    ``llm_options`` for MoE), sliding-window layers holding their window.
+    """
+    key = f"trtllm-{version}"
+    pytorch = version_key(version) >= (0, 19)
+    return EngineProfile(
+        name=key, constants=key, derate=1.0, kv_fraction=0.95, kv_fraction_of="free",
+        full_reservation=True, max_batch=4096, max_num_tokens=0, chunked_prefill=False,
+        attention_dp_moe=pytorch, window_kv=pytorch,
+    )  # fmt: skip
+
+
+# Releases whose performance overview gpuplan's data holds or may hold.
+TRTLLM_BENCH_RELEASES = (
+    "0.10", "0.11", "0.12", "0.13", "0.14", "0.15", "0.16", "0.17", "0.18", "0.19", "0.20",
+    "0.21", "1.0", "1.1", "1.2",
+)  # fmt: skip
+
 BENCH_PROFILES: dict[str, EngineProfile] = {
-    # trtllm-bench throughput, TensorRT backend (v0.14): engine built by the trtllm-bench
-    # heuristic (max batch from KV memory, <= 4096; token budget batch x (1 + ISL/OSL));
-    # GUARANTEED_NO_EVICT; KV 0.95 of free memory ("--kv_cache_free_gpu_mem_fraction 0.95").
-    "trtllm-0.14": EngineProfile(
-        name="trtllm-0.14", constants="trtllm-0.14", derate=1.0, kv_fraction=0.95,
-        kv_fraction_of="free", full_reservation=True, max_batch=4096, max_num_tokens=0,
-        chunked_prefill=False,
-    ),
-    # trtllm-bench throughput, PyTorch backend (v1.0); MoE runs use attention DP + EP
-    # (perf-overview.md llm_options for MoE models).
-    "trtllm-1.0": EngineProfile(
-        name="trtllm-1.0", constants="trtllm-1.0", derate=1.0, kv_fraction=0.95,
-        kv_fraction_of="free", full_reservation=True, max_batch=4096, max_num_tokens=0,
-        chunked_prefill=False, attention_dp_moe=True, window_kv=True,
-    ),
+    **{f"trtllm-{v}": trtllm_bench_profile(v) for v in TRTLLM_BENCH_RELEASES},
     # LMDeploy v0.1.0a1 TurboMind: paged blocks, whole-prompt prefill, KV pool sized so the
     # process holds ~95 % of the card (the source's mem(GB) column: 74-78 of 80 GB).
     "lmdeploy-0.1": EngineProfile(
