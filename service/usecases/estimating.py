@@ -38,6 +38,7 @@ class EstimateQuery:
     precision: Precision = "bf16"
     kv_precision: KvPrecision = "bf16"
     engine: Engine = "vllm"
+    engine_version: str | None = None
     concurrency: int | None = None
     qps: float | None = None
     allow_pcie_tensor_parallel: bool = False
@@ -80,6 +81,7 @@ class EstimatingService:
                 q.engine,
                 shape,
                 allow_pcie_tensor_parallel=q.allow_pcie_tensor_parallel,
+                engine_version=q.engine_version,
             )
             if tp is None:
                 tp = min(gpu.nvlink_domain, 8) if not q.allow_pcie_tensor_parallel else 8
@@ -95,6 +97,7 @@ class EstimatingService:
             kv_precision=q.kv_precision,
             engine=q.engine,
             allow_pcie_tensor_parallel=q.allow_pcie_tensor_parallel,
+            engine_version=q.engine_version,
         )
         result = estimate(arch, dep, shape, concurrency=q.concurrency, qps=q.qps)
         assumptions = tuple(dict.fromkeys((*model.assumptions, *notes, *result.assumptions)))

@@ -13,7 +13,7 @@ from msgspec import Meta
 from service.api.schemas.common import Gigabytes, Millis, ReqPerS, WireIn, WireOut
 from service.api.schemas.flat import FlatField, body_from_data, body_from_flat
 from service.api.schemas.models import ModelIn
-from service.api.schemas.plan_request import GpuName, Tokens
+from service.api.schemas.plan_request import EngineVersion, GpuName, Tokens
 from service.domain.vocabulary import Bottleneck, Engine, KvPrecision, Precision
 from service.usecases.estimating import EstimateAnswer, EstimateQuery
 
@@ -34,6 +34,7 @@ class EstimateIn(WireIn, kw_only=True):
     precision: Precision = "bf16"
     kv_cache_precision: KvPrecision = "bf16"
     engine: Engine = "vllm"
+    engine_version: EngineVersion | None = None
     prompt_tokens: Tokens
     output_tokens: Tokens
     concurrency: (
@@ -55,6 +56,7 @@ class EstimateIn(WireIn, kw_only=True):
             precision=self.precision,
             kv_precision=self.kv_cache_precision,
             engine=self.engine,
+            engine_version=self.engine_version,
             prompt_tokens=self.prompt_tokens,
             output_tokens=self.output_tokens,
             concurrency=self.concurrency,
@@ -77,6 +79,7 @@ ESTIMATE_FIELDS: tuple[FlatField, ...] = (
     FlatField("precision", "precision"),
     FlatField("kv_cache_precision", "kv_cache_precision"),
     FlatField("engine", "engine"),
+    FlatField("engine_version", "engine_version", "Engine release, e.g. 0.6 (default: newest)."),
     FlatField("concurrency", "concurrency", "Fixed running batch."),
     FlatField("qps", "qps", "Arrival rate at the replica, req/s (adds latency percentiles)."),
     FlatField("allow_pcie_tensor_parallel", "allow_pcie_tensor_parallel"),

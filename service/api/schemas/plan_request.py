@@ -40,6 +40,19 @@ Tokens = Annotated[int, Meta(ge=1, le=MAX_TOKENS, description="Tokens per reques
 Ms = Annotated[float, Meta(gt=0, le=3_600_000, description="Milliseconds.")]
 GpuName = Annotated[str, Meta(min_length=1, max_length=64, description="GPU id or alias.")]
 ShortName = Annotated[str, Meta(min_length=1, max_length=64)]
+EngineVersion = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=16,
+        pattern=r"^v?[0-9]{1,4}(\.[0-9]{1,4}){0,3}$",
+        description=(
+            'Engine release to model, e.g. "0.6" (patch releases share their minor series\'s '
+            "build). Default: the newest calibrated build. An unknown one is a 422 listing the "
+            "known ones."
+        ),
+    ),
+]
 
 
 class MixBucketIn(WireIn, kw_only=True):
@@ -138,6 +151,7 @@ class PlanRequestIn(WireIn, kw_only=True):
     precision: Precision = "bf16"
     kv_cache_precision: KvPrecision = "bf16"
     engine: Engine = "vllm"
+    engine_version: EngineVersion | None = None
     workload: WorkloadIn
     slo: SloIn = msgspec.field(default_factory=SloIn)
     budget: BudgetIn | None = None
@@ -160,6 +174,7 @@ class PlanRequestIn(WireIn, kw_only=True):
             precision=self.precision,
             kv_cache_precision=self.kv_cache_precision,
             engine=self.engine,
+            engine_version=self.engine_version,
             slo=Slo(s.ttft_ms, s.tpot_ms, s.e2e_ms, s.percentile),
             budget=BudgetDraft(b.usd_per_hour, b.usd_per_month) if b is not None else None,
             constraints=(

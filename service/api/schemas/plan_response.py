@@ -30,6 +30,9 @@ class CanonicalRequest(WireOut, kw_only=True):
     precision: str
     kv_cache_precision: str
     engine: str
+    engine_version: Annotated[
+        str | None, Meta(description="The engine build the plan runs on (major.minor).")
+    ]
     workload: dict[str, Any]
     slo: dict[str, Any]
     budget: dict[str, Any] | None

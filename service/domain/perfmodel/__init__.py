@@ -5,7 +5,8 @@ Public API::
 
     estimate(model, dep, shape, *, concurrency=None, qps=None) -> Estimate
     smallest_fitting_tp(model, gpu, precision, kv_precision, engine, shape,
-                        allow_pcie_tensor_parallel=False) -> int | None
+                        allow_pcie_tensor_parallel=False, engine_version=None) -> int | None
+    resolved_engine_version(engine, version) -> str
     max_qps_under_slo(model, dep, shape, slo) -> Capacity
 
 Modules, from the card up:
@@ -26,7 +27,11 @@ Pure: no I/O anywhere.
 
 from service.domain.perfmodel.capacity import max_qps_under_slo
 from service.domain.perfmodel.hardware import PRECISION_RULES
-from service.domain.perfmodel.serving import estimate, smallest_fitting_tp
+from service.domain.perfmodel.serving import (
+    estimate,
+    resolved_engine_version,
+    smallest_fitting_tp,
+)
 from service.domain.perfmodel.values import (
     ENGINES,
     KV_PRECISIONS,
@@ -62,5 +67,6 @@ __all__ = [
     "Slo",
     "estimate",
     "max_qps_under_slo",
+    "resolved_engine_version",
     "smallest_fitting_tp",
 ]

@@ -400,6 +400,7 @@ def resolve_profile(engine: str, version: str | None = None) -> CalibratedProfil
     if version is None:
         calibrated = [v for v in versions if reg[(engine, v)].calibrated]
         return reg[(engine, (calibrated or list(versions))[-1])]
+    version = release_series(version)
     if (engine, version) not in reg:
         listed = ", ".join(v or "(unversioned)" for v in versions)
         raise InvalidInput(
@@ -407,6 +408,51 @@ def resolve_profile(engine: str, version: str | None = None) -> CalibratedProfil
             field="engine_version",
         )
     return reg[(engine, version)]
+
+
+def release_series(version: str) -> str:
+    """``"major.minor"`` of a release as callers write it (``"0.11.2"``, ``"v0.11"``): builds are
+    registered per minor series."""
+    text = version.strip().lower().removeprefix("v")
+    parts = text.split(".")
+    if len(parts) >= 2 and all(p.isdigit() for p in parts[:2]):
+        return f"{int(parts[0])}.{int(parts[1])}"
+    return text
+
+
+_METRIC_LABELS = {
+    "peak_throughput": "peak throughput",
+    "throughput_at_load": "throughput at a fixed load",
+    "ttft": "TTFT",
+    "tpot": "TPOT",
+    "itl": "inter-token latency",
+}
+
+
+def accuracy_note(entry: CalibratedProfile, family: str) -> str:
+    """What a caller should know about the build behind an answer on a card of GPU ``family``:
+    its name, the data behind it and its leave-one-source-out error on that family."""
+    head = f"Performance profile {entry.name}"
+    if not entry.validation:
+        return f"{head}: no measurements validate it ({entry.note}); its error is unknown."
+    if entry.calibrated:
+        basis = f"{head} ({entry.rows} measurements from {entry.sources} sources)"
+    else:
+        basis = f"{head} (too little data of its own: {entry.profile.constants} constants)"
+    cells = [c for c in entry.validation if c.family == family]
+    if not cells:
+        covered = ", ".join(sorted({c.family for c in entry.validation})) or "none"
+        return (
+            f"{basis}: no measurements on {family} GPUs, so its error there is unknown "
+            f"(validated on: {covered})."
+        )
+    order = list(_METRIC_LABELS)
+    cells.sort(key=lambda c: order.index(c.metric) if c.metric in order else len(order))
+    parts = ", ".join(
+        f"{_METRIC_LABELS.get(c.metric, c.metric)} {c.median_ape * 100:.0f}% ({c.n} rows)"
+        for c in cells
+    )
+    return f"{basis}: median error on {family} GPUs, each source held out of the fit: {parts}."
 
 
 # The profile a plain ``engine`` gets: its newest calibrated build.

@@ -16,10 +16,10 @@ from functools import lru_cache
 from service.domain.errors import InvalidInput
 from service.domain.llm import ModelArch
 from service.domain.perfmodel.calibration import (
-    PUBLIC_PROFILES,
     Calibration,
     EngineProfile,
     default_calibration,
+    resolve_profile,
 )
 from service.domain.perfmodel.coefficients import Setup, build_setup
 from service.domain.perfmodel.engine_limits import card_profile
@@ -165,5 +165,5 @@ def max_qps_under_slo(model: ModelArch, dep: Deployment, shape: RequestShape, sl
     """
     check_request(shape, dep)
     cal = default_calibration()
-    profile = card_profile(model, dep, PUBLIC_PROFILES[dep.engine], cal)
+    profile = card_profile(model, dep, resolve_profile(dep.engine, dep.engine_version).profile, cal)
     return max_qps_under_slo_with(model, dep, shape, slo, profile, cal)

@@ -41,20 +41,22 @@ One-token outputs are modelled as two-token requests (one decode step; slightly 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from service.domain.catalog import GpuSpec
 from service.domain.errors import InvalidInput
 from service.domain.llm import ModelArch
 from service.domain.perfmodel.calibration import (
-    PUBLIC_PROFILES,
     Calibration,
     EngineProfile,
+    accuracy_note,
     default_calibration,
+    resolve_profile,
 )
 from service.domain.perfmodel.coefficients import Setup, build_setup
 from service.domain.perfmodel.engine_limits import card_profile
+from service.domain.perfmodel.hardware import calibration_group
 from service.domain.perfmodel.iteration import iteration_parts, mean_context, prefill_per_iteration
 from service.domain.perfmodel.memory import (
     activation_bytes,
@@ -119,8 +121,7 @@ def check_request(shape: RequestShape, dep: Deployment) -> None:
         raise InvalidInput(f"unknown precision {dep.precision!r}", field="precision")
     if dep.kv_precision not in ("bf16", "fp16", "fp8"):
         raise InvalidInput(f"unknown kv_precision {dep.kv_precision!r}", field="kv_precision")
-    if dep.engine not in PUBLIC_PROFILES:
-        raise InvalidInput(f"unknown engine {dep.engine!r}", field="engine")
+    resolve_profile(dep.engine, dep.engine_version)  # InvalidInput naming engine/engine_version
 
 
 def _check_load(concurrency: int | None, qps: float | None) -> None:
@@ -387,8 +388,11 @@ def _estimate_cached(
     """Memoised :func:`estimate_with` with the engine's defaults on this card
     (``engine_limits.card_profile``) and the committed constants."""
     cal = default_calibration()
-    profile = card_profile(model, dep, PUBLIC_PROFILES[dep.engine], cal)
-    return estimate_with(model, dep, shape, profile, cal, concurrency=concurrency, qps=qps)
+    build = resolve_profile(dep.engine, dep.engine_version)
+    profile = card_profile(model, dep, build.profile, cal)
+    result = estimate_with(model, dep, shape, profile, cal, concurrency=concurrency, qps=qps)
+    note = accuracy_note(build, calibration_group(dep.gpu).group)
+    return replace(result, assumptions=(*result.assumptions, note))
 
 
 def estimate(
@@ -421,6 +425,13 @@ def _tp_candidates(gpu: GpuSpec) -> tuple[int, ...]:
     return tuple(out)
 
 
+def resolved_engine_version(engine: Engine, version: str | None) -> str:
+    """The registered build of ``engine`` a request for ``version`` (``None``: the newest
+    calibrated one) runs on, as its ``"major.minor"`` (``""`` for an unversioned entry).
+    Raises ``InvalidInput`` naming ``engine_version`` for a version with no build."""
+    return resolve_profile(engine, version).version
+
+
 def smallest_fitting_tp(
     model: ModelArch,
     gpu: GpuSpec,
@@ -429,11 +440,14 @@ def smallest_fitting_tp(
     engine: Engine,
     shape: RequestShape,
     allow_pcie_tensor_parallel: bool = False,
+    engine_version: str | None = None,
 ) -> int | None:
     """Smallest power-of-two tensor-parallel degree whose replica fits one request of ``shape``
     (weights plus that request's KV), or ``None`` when no degree up to the card's limit does."""
     for t in _tp_candidates(gpu):
-        dep = Deployment(gpu, t, precision, kv_precision, engine, allow_pcie_tensor_parallel)
+        dep = Deployment(
+            gpu, t, precision, kv_precision, engine, allow_pcie_tensor_parallel, engine_version
+        )
         est = estimate(model, dep, shape)
         if est.fits:
             return t

@@ -45,7 +45,8 @@ class Deployment:
     ``precision`` is the weight format (and the GEMM compute format where the card supports it
     natively, see ``hardware.PRECISION_RULES``); ``kv_precision`` the KV-cache element format.
     ``allow_pcie_tensor_parallel`` permits a tensor-parallel group larger than the card's
-    NVLink domain, with all-reduces over PCIe.
+    NVLink domain, with all-reduces over PCIe. ``engine_version`` selects a registered build of
+    the engine (``"0.11"``); ``None`` means its newest calibrated build.
     """
 
     gpu: GpuSpec
@@ -54,6 +55,7 @@ class Deployment:
     kv_precision: KvPrecision
     engine: Engine
     allow_pcie_tensor_parallel: bool = False
+    engine_version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

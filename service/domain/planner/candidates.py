@@ -87,6 +87,7 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
                 precision=request.precision,
                 kv_precision=request.kv_precision,
                 engine=request.engine,
+                engine_version=request.engine_version,
                 allow_pcie_tensor_parallel=c.allow_pcie_tensor_parallel,
             )
             caps = tuple(max_qps_under_slo(request.model.arch, dep, s, request.slo) for s in shapes)

@@ -28,7 +28,7 @@ from typing import Any
 from service.domain.catalog import CatalogSnapshot
 from service.domain.errors import InvalidInput
 from service.domain.llm import ResolvedModel, resolve_model
-from service.domain.perfmodel import Slo
+from service.domain.perfmodel import Slo, resolved_engine_version
 from service.domain.planner.draft import (
     BudgetDraft,
     ConstraintsDraft,
@@ -62,6 +62,7 @@ def canonical_request(
         precision=draft.precision,
         kv_precision=draft.kv_cache_precision,
         engine=draft.engine,
+        engine_version=resolved_engine_version(draft.engine, draft.engine_version),
         qps=float(draft.workload.qps),
         buckets=_buckets(draft.workload, model),
         slo=_slo(draft.slo),

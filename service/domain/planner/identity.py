@@ -18,7 +18,7 @@ import msgspec
 from service.domain.planner.request import PlanRequest
 from service.domain.planner.result import Plan
 
-PLAN_ID_VERSION = 1
+PLAN_ID_VERSION = 2
 
 _sorted_json = msgspec.json.Encoder(order="sorted")
 
@@ -38,6 +38,7 @@ def canonical_document(request: PlanRequest) -> dict[str, Any]:
         "precision": request.precision,
         "kv_cache_precision": request.kv_precision,
         "engine": request.engine,
+        "engine_version": request.engine_version or None,
         "workload": {
             "qps": request.qps,
             "mix": [

@@ -76,6 +76,8 @@ class PlanRequest:
     ``{"hf_config": {...}}``); ``None`` for a preset, which is then named by
     ``model.arch.id``. ``time_limit_s`` (seconds per MILP solve) is how long to try, not part
     of what is asked: it is left out of the canonical encoding and so of the plan id.
+    ``engine_version`` is the engine build the plan runs on (canonically the resolved one, so a
+    recalibration that changes the default build changes the plan id); ``None``: the newest.
     """
 
     model: ResolvedModel
@@ -89,6 +91,7 @@ class PlanRequest:
     constraints: PlanConstraints = field(default_factory=PlanConstraints)
     as_of: datetime | None = None
     time_limit_s: float = 2.0
+    engine_version: str | None = None
     model_spec: Mapping[str, Any] | None = field(default=None, hash=False)
 
     def demand_qps(self, bucket: WorkloadBucket) -> float:

@@ -12,9 +12,11 @@ from service.domain.errors import InvalidInput
 from service.domain.perfmodel import engine_builds
 from service.domain.perfmodel.calibration import (
     PUBLIC_PROFILES,
+    accuracy_note,
     default_calibration,
     known_versions,
     profile_registry,
+    release_series,
     resolve_profile,
 )
 from service.domain.perfmodel.values import ENGINES
@@ -111,3 +113,27 @@ def test_an_engine_with_no_registered_build_is_uncalibrated_not_an_error(
             resolve_profile("no-such-engine")
     finally:
         profile_registry.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("given", "series"),
+    [("0.11", "0.11"), ("0.11.2", "0.11"), ("v0.6", "0.6"), ("1.0.0rc3", "1.0")],
+)
+def test_a_patch_release_selects_its_minor_series(given: str, series: str) -> None:
+    assert release_series(given) == series
+
+
+@pytest.mark.usefixtures("synthetic")
+def test_patch_releases_resolve_to_their_series_build() -> None:
+    assert resolve_profile("vllm", "0.11.3").name == "vllm-0.11"
+
+
+@pytest.mark.usefixtures("synthetic")
+def test_the_accuracy_note_quotes_the_held_out_error_of_the_family_asked() -> None:
+    note = accuracy_note(resolve_profile("vllm", "0.6"), "ampere-hbm")
+    assert "vllm-0.6" in note and "40 measurements from 2 sources" in note
+    assert "TTFT 10% (12 rows)" in note and "ampere-hbm" in note
+    elsewhere = accuracy_note(resolve_profile("vllm", "0.6"), "hopper-hbm")
+    assert "error there is unknown" in elsewhere and "validated on: ampere-hbm" in elsewhere
+    unvalidated = accuracy_note(resolve_profile("tgi"), "hopper-hbm")
+    assert "error is unknown" in unvalidated and "no usable tgi measurements" in unvalidated

@@ -147,16 +147,18 @@ def test_the_time_limit_is_not_part_of_the_id() -> None:
 
 
 def test_plan_ids_are_stable_across_releases() -> None:
-    """Ids of the README's requests on the bundled catalog: a change here re-keys every plan
-    (and needs PLAN_ID_VERSION bumped)."""
+    """Ids of the README's requests on the bundled catalog, with the engine build pinned (the
+    default build follows the calibration): a change here re-keys every plan (and needs
+    PLAN_ID_VERSION bumped)."""
     query_example = draft(
         model="llama-3.1-70b",
         precision="fp8",
+        engine_version="0.11",
         workload=WorkloadDraft(qps=40.0, prompt_tokens=1024, output_tokens=256),
         slo=Slo(1500.0, 60.0, None, 95.0),
         budget=BudgetDraft(usd_per_hour=150.0),
     )
-    assert pid(query_example) == "8c9e1af559aab05111ea42b80796a4f2"
+    assert pid(query_example) == "c5b75eac9e413b6660c14e84f67630f6"
     mix_example = replace(
         query_example,
         workload=WorkloadDraft(qps=40.0, mix=(MixShare(0.8, 512, 200), MixShare(0.2, 4000, 300))),
@@ -164,12 +166,13 @@ def test_plan_ids_are_stable_across_releases() -> None:
             headroom=0.2, min_replicas=2, providers=("aws", "gcp", "azure", "lambda", "runpod")
         ),
     )
-    assert pid(mix_example) == "28eb1569b44ee9906321f26e7152b076"
+    assert pid(mix_example) == "5785b0741653ba86c6146e4cebbb8a69"
     custom = draft(
         model={"params_b": 34.0, "n_kv_heads": 8, "name": "mine"},
         workload=WorkloadDraft(qps=2.0, prompt_tokens=2048, output_tokens=512),
+        engine_version="0.11",
     )
-    assert pid(custom) == "a46ac0c4e06160193e68004c4a659aec"
+    assert pid(custom) == "1829d736d05265045092674d37c85aca"
 
 
 @pytest.mark.parametrize(
