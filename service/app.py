@@ -29,6 +29,7 @@ from service.api.controllers.estimate import EstimateController, ModelsControlle
 from service.api.controllers.health import HealthController
 from service.api.controllers.plans import PlansController
 from service.api.errors import EXCEPTION_HANDLERS
+from service.api.json_body import JsonRequest, refuse_nul_parameters
 from service.api.openapi_docs import ExactStructSchemaPlugin
 from service.api.ratelimit import Limiter, WriteLimits, parse_networks
 from service.cache.base import PlanCache
@@ -234,6 +235,8 @@ def create_app(
             "estimating": Provide(provide_estimating, sync_to_thread=False),
         },
         exception_handlers=EXCEPTION_HANDLERS,
+        request_class=JsonRequest,
+        before_request=refuse_nul_parameters,
         request_max_body_size=settings.max_body_bytes,
         cors_config=CORSConfig(allow_origins=list(settings.cors_origins))
         if settings.cors_origins

@@ -24,17 +24,23 @@ from litestar.params import Body
 from litestar.typing import FieldDefinition
 
 from service.api.errors import PROBLEM_JSON
+from service.api.json_body import MAX_JSON_DEPTH
 from service.api.schemas.catalog import GpuListOut, GpuOut, GpuWriteOut
 from service.api.schemas.common import Problem
 from service.usecases.seed_catalog import seed_listing
 
 _DESCRIPTIONS = {
-    400: "The body is not valid JSON.",
+    400: (
+        f"The body is not valid JSON, nests deeper than {MAX_JSON_DEPTH} levels, gives a key "
+        "twice or holds "
+        "NaN, Infinity or a number beyond the float range; `field` names where."
+    ),
     401: "No `Authorization: Bearer <admin key>` header (writes only).",
     403: "The key is not an admin key, or writes are disabled.",
     404: "An id or alias names nothing; `suggestions` lists the closest ids.",
     409: "The write conflicts with the catalog (an alias another GPU owns).",
     413: "The body is larger than this endpoint accepts.",
+    415: "The body's Content-Type is not JSON (send application/json).",
     422: "A value is out of range, of the wrong type, unknown, or inconsistent; `field` names it.",
     429: "Too many writes from this client; retry after `Retry-After` seconds.",
     503: "A dependency is down or the planner is at capacity; retry after `Retry-After` seconds.",
@@ -102,6 +108,7 @@ def _slug(status: int) -> str:
         403: "forbidden",
         409: "conflict",
         413: "request-body-too-large",
+        415: "unsupported-media-type",
         429: "too-many-requests",
         503: "unavailable",
     }[status]

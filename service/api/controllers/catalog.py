@@ -142,7 +142,7 @@ class CatalogController(Controller):
         responses={
             **success(GpuWriteOut, "gpu_write", "Replaced."),
             **success(GpuWriteOut, "gpu_write", "Created.", status=201),
-            **problems(400, 401, 403, 409, 413, 422, 429, 503),
+            **problems(400, 401, 403, 409, 413, 415, 422, 429, 503),
         },
         summary="Create or replace a GPU spec (admin)",
         guards=[admin_guard],
@@ -247,7 +247,7 @@ class PriceIngestController(Controller):
         operation_id="ingestPrices",
         responses={
             **success(IngestOut, "ingest", "Counts and the catalog revision."),
-            **problems(400, 401, 403, 404, 413, 422, 429, 503),
+            **problems(400, 401, 403, 404, 413, 415, 422, 429, 503),
         },
         summary="Bulk-ingest price observations (admin)",
         guards=[admin_guard],

@@ -36,7 +36,7 @@ class EstimateController(Controller):
         operation_id="estimate",
         responses={
             **success(EstimateOut, "estimate", "The estimate."),
-            **problems(400, 404, 413, 422, 503),
+            **problems(400, 404, 413, 415, 422, 503),
         },
         summary="Performance of one model on one GPU configuration",
         status_code=HTTP_200_OK,

@@ -124,7 +124,7 @@ class PlansController(Controller):
         responses={
             **success(PlanOut, "plan", "The plan."),
             **NOT_MODIFIED,
-            **problems(400, 404, 413, 422, 503),
+            **problems(400, 404, 413, 415, 422, 503),
         },
         response_headers=PLAN_HEADERS,
         summary="Solve the cheapest fleet for a request",
