@@ -10,6 +10,7 @@ import pytest
 
 from service.domain.errors import InvalidInput, UnknownModel
 from service.domain.llm import PRESETS, param_counts, preset_ids, resolve_model
+from service.domain.llm.hf_config import HF_LIMITS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -411,6 +412,90 @@ def test_hf_missing_field_is_named() -> None:
     ],
 )
 def test_hf_bad_or_missing_numbers_name_the_field(cfg: dict[str, object], field: str) -> None:
+    with pytest.raises(InvalidInput) as err:
+        resolve_model({"hf_config": cfg})
+    assert err.value.field == field
+
+
+# Spellings of one quantity, in the order the reader tries them (a later one is read only when
+# the earlier ones are absent).
+HF_SPELLINGS = [
+    ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+    ("hidden_size", "n_embd", "d_model"),
+    ("num_attention_heads", "n_head", "num_heads"),
+    ("num_key_value_heads", "num_kv_heads", "n_head_kv"),
+    ("intermediate_size", "n_inner", "ffn_hidden_size"),
+    ("max_position_embeddings", "n_positions", "seq_length", "max_seq_len"),
+    ("num_local_experts", "num_experts", "n_routed_experts"),
+    ("num_experts_per_tok", "num_experts_per_token", "moe_top_k"),
+    ("n_shared_experts", "num_shared_experts"),
+]
+HF_READ_BY = {  # keys read only for some families
+    "intermediate_size_mlp": {**MIXTRAL_8X7B, "model_type": "llama4_text"},
+    "interleave_moe_layer_step": {**MIXTRAL_8X7B, "model_type": "llama4_text"},
+    "decoder_sparse_step": {**MIXTRAL_8X7B, "model_type": "qwen3_moe"},
+}
+
+
+def config_reading(key: str) -> dict[str, object]:
+    """A config in which the reader reads ``key`` (its earlier spellings removed)."""
+    if key in HF_READ_BY:
+        cfg = dict(HF_READ_BY[key])
+    elif key in DEEPSEEK_V3 or key in ("n_routed_experts", "moe_intermediate_size"):
+        cfg = dict(DEEPSEEK_V3)
+    elif "expert" in key or key == "moe_top_k":
+        cfg = dict(MIXTRAL_8X7B)
+    else:
+        cfg = dict(LLAMA3_8B)
+    for spellings in HF_SPELLINGS:
+        if key in spellings:
+            for other in spellings:
+                cfg.pop(other, None)
+    return cfg
+
+
+@pytest.mark.parametrize("key", sorted(HF_LIMITS))
+def test_every_hf_number_read_is_bounded(key: str) -> None:
+    cfg = config_reading(key)
+    limit = HF_LIMITS[key]
+    with pytest.raises(InvalidInput) as err:
+        resolve_model({"hf_config": {**cfg, key: limit + 1}})
+    assert err.value.field == f"hf_config.{key}"
+    assert f"{limit:,}" in err.value.message
+
+
+@pytest.mark.parametrize("value", [1e308, 10**30])
+@pytest.mark.parametrize("key", ["vocab_size", "intermediate_size", "head_dim", "n_routed_experts"])
+def test_huge_hf_numbers_are_a_422_naming_the_field(key: str, value: float) -> None:
+    with pytest.raises(InvalidInput) as err:
+        resolve_model({"hf_config": {**config_reading(key), key: value}})
+    assert err.value.field == f"hf_config.{key}"
+
+
+@pytest.mark.parametrize("key", sorted(HF_LIMITS))
+def test_hf_bounds_are_above_every_preset(key: str) -> None:
+    largest = {
+        "max_position_embeddings": max(a.max_context for a in PRESETS.values()),
+        "vocab_size": max(a.vocab_size for a in PRESETS.values()),
+        "num_hidden_layers": max(a.n_layers for a in PRESETS.values()),
+        "hidden_size": max(a.hidden_size for a in PRESETS.values()),
+        "intermediate_size": max(a.ffn_size for a in PRESETS.values()),
+        "num_local_experts": max(a.n_experts for a in PRESETS.values()),
+        "num_attention_heads": max(a.n_heads for a in PRESETS.values()),
+    }
+    assert HF_LIMITS[key] >= largest.get(key, 0)
+
+
+@pytest.mark.parametrize(
+    ("cfg", "field"),
+    [
+        ({**LLAMA3_8B, "rope_scaling": {"factor": 10**30}}, "hf_config.rope_scaling.factor"),
+        ({**LLAMA3_8B, "bad_token_ids": [1, -(2**70)]}, "hf_config.bad_token_ids[1]"),
+    ],
+)
+def test_numbers_the_reader_ignores_must_still_fit_64_bits(
+    cfg: dict[str, object], field: str
+) -> None:
     with pytest.raises(InvalidInput) as err:
         resolve_model({"hf_config": cfg})
     assert err.value.field == field

@@ -9,7 +9,7 @@ from msgspec import Meta
 
 from service.api.schemas.common import WireIn, WireOut
 from service.domain.errors import InvalidInput
-from service.domain.llm import ModelArch, param_counts
+from service.domain.llm import ModelArch, check_numbers, param_counts
 from service.domain.vocabulary import AttentionKind
 
 PositiveInt = Annotated[int, Meta(ge=1, le=10_000_000)]
@@ -74,6 +74,8 @@ class ModelSpecIn(WireIn, kw_only=True):
             raise InvalidInput(
                 "a custom model needs params_b (or hf_config)", field="model.params_b"
             )
+        if "hf_config" in values:
+            check_numbers(values["hf_config"], "model.hf_config")
         return values
 
 

@@ -17,6 +17,7 @@ elements; context in tokens. Pure: no I/O.
 """
 
 from service.domain.llm.arch import ModelArch, ParamCounts, param_counts
+from service.domain.llm.hf_config import check_numbers
 from service.domain.llm.presets import PRESETS, preset_ids
 from service.domain.llm.resolve import ResolvedModel, preset_aliases, resolve_model
 
@@ -25,6 +26,7 @@ __all__ = [
     "ModelArch",
     "ParamCounts",
     "ResolvedModel",
+    "check_numbers",
     "param_counts",
     "preset_aliases",
     "preset_ids",

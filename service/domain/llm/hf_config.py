@@ -7,12 +7,15 @@ spelling among the families' names for it (``num_hidden_layers``/``n_layer``/...
 ``model_type`` is read as a SwiGLU model with untied embeddings, and said so. Parameter counts
 are computed from the shapes.
 
-Every number is validated on the way in: a missing required field, a non-number or a
-non-positive count raises :class:`InvalidInput` naming ``hf_config.<field>``. Pure: no I/O.
+Every number is validated on the way in: a missing required field, a non-number, a
+non-positive count or one above its bound in ``HF_LIMITS`` raises :class:`InvalidInput`
+naming ``hf_config.<field>``. Numbers the reader does not use must still fit in 64 bits (the
+config is part of the plan's canonical request). Pure: no I/O.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -23,9 +26,79 @@ from service.domain.llm.fields import positive_int
 from service.domain.llm.names import normalise_name
 from service.domain.vocabulary import AttentionKind
 
-__all__ = ["hf_arch"]
+__all__ = ["check_numbers", "hf_arch"]
 
 _PREFIX = "hf_config."
+
+_LAYERS = 1000
+_HIDDEN = 262_144
+_SIZE = 1_048_576
+_HEADS = 65_536
+_EXPERTS = 65_536
+_VOCAB = 10_000_000
+_TOKENS = 100_000_000
+HF_LIMITS: dict[str, int] = {
+    **dict.fromkeys(("num_hidden_layers", "n_layer", "num_layers", "n_layers"), _LAYERS),
+    **dict.fromkeys(("first_k_dense_replace", "interleave_moe_layer_step"), _LAYERS),
+    "decoder_sparse_step": _LAYERS,
+    **dict.fromkeys(("hidden_size", "n_embd", "d_model"), _HIDDEN),
+    **dict.fromkeys(
+        (
+            "intermediate_size",
+            "n_inner",
+            "ffn_hidden_size",
+            "intermediate_size_mlp",
+            "moe_intermediate_size",
+            "shared_expert_intermediate_size",
+            "head_dim",
+            "kv_lora_rank",
+            "q_lora_rank",
+            "qk_rope_head_dim",
+            "qk_nope_head_dim",
+            "v_head_dim",
+        ),
+        _SIZE,
+    ),
+    **dict.fromkeys(
+        (
+            "num_attention_heads",
+            "n_head",
+            "num_heads",
+            "num_key_value_heads",
+            "num_kv_heads",
+            "n_head_kv",
+        ),
+        _HEADS,
+    ),
+    **dict.fromkeys(
+        (
+            "num_local_experts",
+            "num_experts",
+            "n_routed_experts",
+            "num_experts_per_tok",
+            "num_experts_per_token",
+            "moe_top_k",
+            "n_shared_experts",
+            "num_shared_experts",
+        ),
+        _EXPERTS,
+    ),
+    "vocab_size": _VOCAB,
+    **dict.fromkeys(
+        (
+            "max_position_embeddings",
+            "n_positions",
+            "seq_length",
+            "max_seq_len",
+            "sliding_window",
+            "attention_chunk_size",
+        ),
+        _TOKENS,
+    ),
+}
+"""The largest value each numeric field read from a config may take (well above any published
+model: 1,000 layers, hidden size 262,144, 100 million tokens of context)."""
+_INT64 = 2**63
 
 # model_type -> (gated MLP, tied embeddings by default)
 _HF_FAMILIES: dict[str, tuple[bool, bool]] = {
@@ -80,8 +153,40 @@ def _first_int(cfg: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
     """The first present (non-null) key of ``keys`` as a positive whole number, else ``None``."""
     for k in keys:
         if k in cfg and cfg[k] is not None:
-            return positive_int(cfg, k, prefix=_PREFIX)
+            return _bounded(positive_int(cfg, k, prefix=_PREFIX), k)
     return None
+
+
+def _bounded(value: int, key: str) -> int:
+    limit = HF_LIMITS.get(key, _SIZE)
+    if value > limit:
+        shown = f"{value:,}" if value < 10**15 else f"{float(value):.3g}"
+        raise InvalidInput(
+            f"hf_config.{key} {shown} is above {limit:,}, more than any model has",
+            field=f"{_PREFIX}{key}",
+        )
+    return value
+
+
+def check_numbers(value: object, path: str) -> None:
+    """Every number anywhere in ``value`` (a config) is finite and fits in 64 bits; else
+    ``InvalidInput`` naming its path under ``path``."""
+    stack: list[tuple[object, str]] = [(value, path)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, Mapping):
+            stack.extend((v, f"{where}.{k}") for k, v in node.items())
+        elif isinstance(node, list | tuple):
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(node))
+        elif isinstance(node, bool):
+            continue
+        elif (isinstance(node, int) and not -_INT64 <= node < _INT64) or (
+            isinstance(node, float) and not math.isfinite(node)
+        ):
+            shown = f"{node:.3g}" if isinstance(node, float) else f"{float(node):.3g}"
+            raise InvalidInput(
+                f"{where} {shown} is not a finite number within ±9.2e18", field=where
+            )
 
 
 def _required_int(cfg: Mapping[str, Any], keys: tuple[str, ...]) -> int:
@@ -213,11 +318,11 @@ def _window(cfg: Mapping[str, Any], mtype: str, layers: int) -> tuple[int, int]:
     window_layers = 0
     sw = cfg.get("sliding_window")
     if isinstance(sw, int) and sw > 0 and cfg.get("use_sliding_window", True):
-        window = sw
+        window = _bounded(sw, "sliding_window")
         window_layers = layers // 2 if mtype.startswith("gemma") else layers
     chunk = cfg.get("attention_chunk_size")
     if isinstance(chunk, int) and chunk > 0:
-        window = chunk
+        window = _bounded(chunk, "attention_chunk_size")
         window_layers = layers * 3 // 4
     return window, window_layers
 
@@ -241,6 +346,7 @@ def hf_arch(raw: object) -> tuple[ModelArch, tuple[str, ...]]:
     """
     if not isinstance(raw, Mapping):
         raise InvalidInput("hf_config must be a JSON object (config.json)", field="hf_config")
+    check_numbers(raw, "hf_config")
     notes: list[str] = []
     cfg = _text_config(raw, notes)
     mtype = str(cfg.get("model_type") or raw.get("model_type") or "")
