@@ -23,6 +23,7 @@ from sqlalchemy import JSON
 
 from service.domain.catalog import GpuSpec, PricePoint
 from service.domain.errors import InvalidInput
+from service.domain.moments import window_problem
 from service.domain.vocabulary import PRICE_KIND_NAMES, one_of
 from service.store.models import GpuRow, stored_spec_fields
 
@@ -39,8 +40,9 @@ def parse_timestamp(raw: str) -> datetime:
     if len(text) == 10:
         text += "T00:00:00+00:00"
     value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if value.tzinfo is None:
-        raise ValueError("timestamp needs a zone, e.g. 2026-06-03T00:00:00Z")
+    problem = window_problem(value)
+    if problem is not None:
+        raise ValueError(f"timestamp {problem}")
     return value.astimezone(UTC)
 
 

@@ -13,6 +13,7 @@ import json
 from datetime import datetime
 
 from service.domain.errors import InvalidInput
+from service.domain.moments import window_problem
 
 _MAX_ROW_ID = 2**63  # price_points.id is a BIGINT: anything larger is not a row of ours
 
@@ -28,7 +29,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, int]:
         padded = cursor + "=" * (-len(cursor) % 4)
         observed, row_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
         moment = datetime.fromisoformat(observed)
-        if moment.tzinfo is None or type(row_id) is not int or not 0 < row_id < _MAX_ROW_ID:
+        if window_problem(moment) or type(row_id) is not int or not 0 < row_id < _MAX_ROW_ID:
             raise ValueError("bad cursor")
         return moment, row_id
     except (ValueError, TypeError, binascii.Error):

@@ -43,6 +43,7 @@ from service.cache.lru import TtlLru
 from service.cache.memory import MemoryPlanCache
 from service.domain.catalog import CatalogSnapshot
 from service.domain.errors import NotFound
+from service.domain.moments import to_utc
 from service.domain.planner import (
     PlanDraft,
     PlanRequest,
@@ -192,7 +193,9 @@ class PlanningService:
         is unreachable, the solver is full or the solve misses its deadline.
         """
         view = await (
-            self._state.as_of(draft.as_of) if draft.as_of is not None else self._state.current()
+            self._state.as_of(to_utc(draft.as_of, "as_of"))
+            if draft.as_of is not None
+            else self._state.current()
         )
         revision = view.snapshot.revision
         request, pid = self._memo.canonical(draft, view.snapshot, self._time_limit_s)

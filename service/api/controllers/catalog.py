@@ -35,6 +35,7 @@ from service.domain.catalog import (
     PriceQuery,
 )
 from service.domain.errors import InvalidInput
+from service.domain.moments import WINDOW, to_utc
 from service.domain.vocabulary import PriceKindName
 from service.usecases.catalog import CatalogService, GpuFilter
 
@@ -194,11 +195,11 @@ class CatalogController(Controller):
         kind: Annotated[PriceKindName | None, QueryParameter(description="Pricing kind.")] = None,
         since: Annotated[
             datetime | None,
-            QueryParameter(description="Observed at or after (ISO 8601 with zone)."),
+            QueryParameter(description=f"Observed at or after (ISO 8601 with zone, {WINDOW})."),
         ] = None,
         until: Annotated[
             datetime | None,
-            QueryParameter(description="Observed at or before (ISO 8601 with zone)."),
+            QueryParameter(description=f"Observed at or before (ISO 8601 with zone, {WINDOW})."),
         ] = None,
         limit: Annotated[
             int, QueryParameter(ge=1, le=PRICE_PAGE_MAX, description="Page size.")
@@ -217,8 +218,8 @@ class CatalogController(Controller):
             provider=provider,
             region=region,
             kind=kind,
-            since=since,
-            until=until,
+            since=to_utc(since, "since") if since is not None else None,
+            until=to_utc(until, "until") if until is not None else None,
             limit=limit,
             cursor=cursor,
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -26,6 +26,7 @@ from service.domain.catalog import (
     PricePoint,
 )
 from service.domain.errors import InvalidInput
+from service.domain.moments import to_utc
 from service.domain.vocabulary import PriceKindName
 from service.usecases.catalog import GpuListing
 
@@ -100,12 +101,17 @@ class PriceObservationIn(WireIn, kw_only=True):
         int, Meta(ge=1, le=1024, description="GPUs in the priced instance.")
     ] = 1
     observed_at: Annotated[
-        datetime, Meta(tz=True, description="When the price was observed (with zone).")
+        datetime,
+        Meta(
+            tz=True,
+            description="When the price was observed (with zone; from 2000 to 2100-01-01 UTC).",
+        ),
     ]
     source: LongText = ""
 
     def to_domain(self, index: int) -> PricePoint:
-        if self.observed_at.year < 2000:
+        observed_at = to_utc(self.observed_at, f"observations[{index}].observed_at")
+        if observed_at.year < 2000:
             raise InvalidInput(
                 "observed_at must be after 2000", field=f"observations[{index}].observed_at"
             )
@@ -117,7 +123,7 @@ class PriceObservationIn(WireIn, kw_only=True):
             usd=self.usd,
             instance_type=self.instance_type.strip(),
             gpus_per_instance=self.gpus_per_instance,
-            observed_at=self.observed_at.astimezone(UTC),
+            observed_at=observed_at,
             source=self.source,
         )
 

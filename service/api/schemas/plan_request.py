@@ -16,6 +16,7 @@ from msgspec import Meta
 
 from service.api.schemas.common import WireIn
 from service.api.schemas.models import ModelIn
+from service.domain.moments import WINDOW
 from service.domain.perfmodel import Slo
 from service.domain.planner import (
     BudgetDraft,
@@ -157,7 +158,10 @@ class PlanRequestIn(WireIn, kw_only=True):
     budget: BudgetIn | None = None
     constraints: ConstraintsIn = msgspec.field(default_factory=ConstraintsIn)
     as_of: (
-        Annotated[datetime, Meta(tz=True, description="Plan with the prices known then.")] | None
+        Annotated[
+            datetime, Meta(tz=True, description=f"Plan with the prices known then ({WINDOW}).")
+        ]
+        | None
     ) = None
 
     def to_draft(self) -> PlanDraft:

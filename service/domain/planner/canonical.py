@@ -11,7 +11,7 @@ Rules, so that equivalent requests share one plan id:
 - GPU names resolve to catalog ids, then are sorted and de-duplicated; two ``max_cards`` caps
   on one GPU keep the smaller; provider ids are lowercased, regions stripped; empty provider
   or region lists mean "any";
-- ``as_of`` moves to UTC.
+- ``as_of`` moves to UTC (within ``domain.moments``' window).
 
 Errors are ``InvalidInput`` / ``NotFound`` naming the field by its path in the POST body
 (``workload.mix``, ``constraints.gpus[2]``); other front doors translate paths to their own
@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from datetime import UTC
 from typing import Any
 
 from service.domain.catalog import CatalogSnapshot
 from service.domain.errors import InvalidInput
 from service.domain.llm import ResolvedModel, resolve_model
+from service.domain.moments import to_utc
 from service.domain.perfmodel import Slo, resolved_engine_version
 from service.domain.planner.draft import (
     BudgetDraft,
@@ -68,7 +68,7 @@ def canonical_request(
         slo=_slo(draft.slo),
         budget_usd_per_hour=_budget_usd_per_hour(draft.budget),
         constraints=_constraints(draft.constraints, snapshot),
-        as_of=draft.as_of.astimezone(UTC) if draft.as_of is not None else None,
+        as_of=to_utc(draft.as_of, "as_of") if draft.as_of is not None else None,
         time_limit_s=time_limit_s,
         model_spec=None if isinstance(draft.model, str) else draft.model,
     )
