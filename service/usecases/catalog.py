@@ -20,7 +20,7 @@ from service.domain.catalog import (
 )
 from service.store.repositories import CatalogRepository
 from service.usecases.catalog_state import CatalogState
-from service.usecases.errors import ServiceUnavailable, with_database
+from service.usecases.errors import OUTAGES, ServiceUnavailable, with_database
 
 T = TypeVar("T")
 
@@ -91,7 +91,7 @@ class CatalogService:
     async def ping(self) -> None:
         try:
             await self._repo.ping()
-        except Exception as exc:
+        except OUTAGES as exc:
             self._state.report_failure(exc)
             raise
 

@@ -11,6 +11,9 @@ Freshness rules:
   ``refresh_interval_s``; one indexed single-row read).
 - When the database is unreachable, the last snapshot keeps answering and ``stale`` is True;
   with no snapshot at all, ``CatalogUnavailable`` (HTTP 503 with Retry-After).
+- Only an outage (``usecases.errors.OUTAGES``: no connection, a timeout) marks the database
+  down on a request's path; an error caused by a request's value passes through untouched.
+  The background poll reads nothing a request chose, so any failure of it marks it down.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from datetime import datetime
 from typing import Protocol
 
 from service.domain.catalog import CatalogSnapshot
-from service.usecases.errors import ServiceUnavailable, failure_name
+from service.usecases.errors import OUTAGES, ServiceUnavailable, failure_name
 
 log = logging.getLogger("gpuplan.catalog")
 
@@ -108,7 +111,7 @@ class CatalogState:
         if snapshot is None or snapshot.revision < self._known_revision:
             try:
                 snapshot = await self._reload()
-            except Exception as exc:
+            except OUTAGES as exc:
                 self._mark_down(exc)
                 if self._snapshot is None:
                     raise CatalogUnavailable(
@@ -127,7 +130,7 @@ class CatalogState:
             return SnapshotView(cached, view.stale)
         try:
             snapshot = await asyncio.wait_for(self._repo.snapshot(as_of=moment), self._timeout)
-        except Exception as exc:
+        except OUTAGES as exc:  # a refused moment (InvalidInput) is the caller's, not an outage
             self._mark_down(exc)
             raise CatalogUnavailable(
                 "prices as of a past moment need the catalog database, which is unreachable"

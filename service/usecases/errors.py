@@ -20,12 +20,22 @@ class ServiceUnavailable(Exception):
         self.retry_after_s = retry_after_s
 
 
+OUTAGES: tuple[type[BaseException], ...] = (DatabaseUnavailable, TimeoutError)
+"""What a database call raises when the database is away (the store sorts drivers' errors;
+a timeout is the caller's). Nothing else marks the database down."""
+
+
+def is_outage(exc: BaseException) -> bool:
+    return isinstance(exc, OUTAGES)
+
+
 async def with_database(call: Awaitable[T], timeout_s: float, what: str) -> T:
     """Await a repository call; an outage (``DatabaseUnavailable``, which the store raises for
-    any connection failure) or a timeout becomes ``ServiceUnavailable``."""
+    a connection failure, or a timeout) becomes ``ServiceUnavailable``. Any other error, a
+    refused value (``InvalidInput``) included, passes through."""
     try:
         return await asyncio.wait_for(call, timeout_s)
-    except (DatabaseUnavailable, TimeoutError) as exc:
+    except OUTAGES as exc:
         raise ServiceUnavailable(f"{what}: the catalog database is unreachable") from exc
 
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime, timedelta
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.domain.catalog import PricePoint
+from service.domain.errors import InvalidInput
+from service.store.errors import ValueRefused
 from service.store.repositories import CatalogRepository
 
 pytestmark = pytest.mark.integration
@@ -82,3 +85,29 @@ async def test_long_ingests_report_progress(engine: AsyncEngine) -> None:
     )
     assert result.inserted == 2_500
     assert seen == [(1000, 2500), (2000, 2500), (2500, 2500)]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"source": "nul \x00 inside"},
+        {"region": "r" * 100},  # VARCHAR(64)
+        {"observed_at": datetime(9999, 12, 31, 23, 59, tzinfo=timezone(timedelta(hours=-23)))},
+    ],
+    ids=["nul", "too-long", "unbindable-moment"],
+)
+async def test_a_value_the_database_refuses_is_invalid_input_never_an_outage(
+    engine: AsyncEngine, bad: dict[str, object]
+) -> None:
+    """The edge refuses these first; the repository still tells them from an outage. SQLite
+    keeps NUL and long text where Postgres refuses them, which is why the edge checks both."""
+    repo = CatalogRepository(engine)
+    candidate = replace(point(1, 1.0), **bad)  # type: ignore[arg-type]
+    sqlite_keeps = engine.dialect.name == "sqlite" and "observed_at" not in bad
+    if sqlite_keeps:
+        assert (await repo.ingest_prices([candidate], T0)).inserted == 1
+        return
+    with pytest.raises(ValueRefused) as caught:
+        await repo.ingest_prices([candidate], T0)
+    assert isinstance(caught.value, InvalidInput)
+    assert (await repo.revision()) >= 1  # the database still answers

@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from service.domain.catalog import CatalogSnapshot, GpuSpec
-from service.store.errors import DatabaseUnavailable
+from service.domain.errors import InvalidInput
+from service.store.errors import DatabaseUnavailable, ValueRefused
 from service.usecases.catalog_state import CatalogState, CatalogUnavailable
 
 T0 = datetime(2026, 7, 1, tzinfo=UTC)
@@ -31,10 +32,13 @@ class FakeRepository:
     def __init__(self, revision: int = 1) -> None:
         self.revision_now = revision
         self.down = False
+        self.refuse_moments = False
         self.snapshot_calls: list[datetime | None] = []
 
     async def snapshot(self, as_of: datetime | None = None) -> CatalogSnapshot:
         self._fail_if_down()
+        if as_of is not None and self.refuse_moments:
+            raise ValueRefused(OverflowError("date value out of range"))
         self.snapshot_calls.append(as_of)
         return CatalogSnapshot(
             revision=self.revision_now, gpus=(GPU,), prices=(), prices_as_of=as_of
@@ -161,6 +165,32 @@ async def test_as_of_needs_the_database() -> None:
     with pytest.raises(CatalogUnavailable):
         await state.as_of(T0)
     assert not state.database_ok
+
+
+async def test_a_moment_the_database_refuses_is_the_callers_error_not_an_outage() -> None:
+    repo = FakeRepository()
+    state = state_of(repo)
+    await state.current()
+    repo.refuse_moments = True
+    for hours in range(50):
+        with pytest.raises(InvalidInput):
+            await state.as_of(T0 + timedelta(hours=hours))
+    assert state.database_ok and state.last_error is None
+    assert not (await state.current()).stale
+
+
+async def test_an_unexpected_error_is_raised_as_it_is_and_marks_nothing_down() -> None:
+    repo = FakeRepository()
+    state = state_of(repo)
+    await state.current()
+
+    async def broken(as_of: datetime | None = None) -> CatalogSnapshot:
+        raise RuntimeError("a bug")
+
+    repo.snapshot = broken  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        await state.as_of(T0)
+    assert state.database_ok
 
 
 async def test_start_survives_an_outage_and_stop_ends_the_poll() -> None:
