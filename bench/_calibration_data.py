@@ -2,8 +2,9 @@
 
 Three files, all in the repository (nothing is read from outside it):
 
-* ``service/data/calibration.csv``: TensorRT-LLM ``trtllm-bench`` peak throughput (v0.14, v1.0),
-  NVIDIA NIM 1.8 closed-loop latency, LMDeploy 0.1 static batches;
+* ``service/data/calibration.csv``: TensorRT-LLM peak throughput of the performance overview
+  (``trtllm-bench``, ``gptManagerBenchmark`` for v0.10/v0.11; v0.10 to v0.21 and v1.0), NVIDIA
+  NIM 1.8 closed-loop latency, LMDeploy 0.1 static batches;
 * ``service/data/serving_measurements.csv``: vLLM, SGLang and TGI serving benchmarks (GPUStack
   performance lab, vLLM/SGLang/LMSYS/TGI/AMD/Vultr pages and CI reports);
 * ``bench/validation_points.csv``: TensorRT-LLM (Triton) online-serving points under a request

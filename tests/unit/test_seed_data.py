@@ -448,4 +448,4 @@ def test_latest_runpod_a100_price_is_the_newer_snapshot(prices: list[dict[str, s
 def test_calibration_row_count() -> None:
     header, rows = _read("calibration.csv")
     assert header[:3] == ["gpu", "gpu_count", "tp"]
-    assert len(rows) == 1019
+    assert len(rows) == 3378

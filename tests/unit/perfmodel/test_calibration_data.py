@@ -121,7 +121,7 @@ def test_every_row_is_used_or_counted(loaded: tuple[list[Row], LoadReport]) -> N
     rows, report = loaded
     read = sum(report.read.values())
     skipped = sum(report.skipped.values())
-    assert report.read == {"calibration": 1019, "serving": 2722, "validation": 180}
+    assert report.read == {"calibration": 3378, "serving": 2722, "validation": 180}
     assert len(rows) + skipped == read
     assert [r.index for r in rows] == list(range(len(rows)))
     reasons = set(report.skipped)
