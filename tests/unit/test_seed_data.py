@@ -50,6 +50,16 @@ GPU_IDS = [
     "mi300x",
     "mi325x",
     "gaudi3",
+    # added for the SkyPilot price import (every priced accelerator has a spec)
+    "a40",
+    "rtx-3090",
+    "rtx-4090",
+    "rtx-a4500",
+    "rtx-a5000",
+    "quadro-rtx-6000",
+    "gh200",
+    "p100-pcie-16gb",
+    "p4",
 ]
 
 # The header is the domain's: one column per stored GpuSpec / PricePoint field.
@@ -83,6 +93,13 @@ NO_FP8 = {
     "t4",
     "v100-sxm2-32gb",
     "v100-pcie-16gb",
+    "a40",
+    "rtx-3090",
+    "rtx-a4500",
+    "rtx-a5000",
+    "quadro-rtx-6000",
+    "p100-pcie-16gb",
+    "p4",
 }
 # Every blank outside fp4/fp8 is listed, with its reason in service/data/README.md.
 DOCUMENTED_BLANKS = {
@@ -98,6 +115,13 @@ DOCUMENTED_BLANKS = {
     ("gaudi3", "int8_tops"),  # supported, not published
     ("rtx-pro-6000-blackwell", "tf32_tflops"),  # published figure unlabelled (dense/sparse)
     ("rtx-pro-6000-blackwell", "int8_tops"),  # not published
+    ("quadro-rtx-6000", "tf32_tflops"),  # Turing: no TF32
+    ("p100-pcie-16gb", "tf32_tflops"),  # Pascal: no tensor cores
+    ("p100-pcie-16gb", "fp16_tflops"),  # FP16 on CUDA cores only; planner uses fp32
+    ("p100-pcie-16gb", "int8_tops"),  # no tensor cores (GP100 has no DP4A either)
+    ("p4", "tf32_tflops"),  # Pascal: no tensor cores
+    ("p4", "fp16_tflops"),
+    ("p4", "int8_tops"),  # INT8 via DP4A on CUDA cores, not a tensor rate
 }
 
 REQUIRED_ALIASES = {
@@ -125,6 +149,15 @@ REQUIRED_ALIASES = {
     "T4": "t4",
     "RTX 6000 Ada": "rtx-6000-ada",
     "RTX PRO 6000": "rtx-pro-6000-blackwell",
+    "A40": "a40",
+    "RTX 3090": "rtx-3090",
+    "RTX 4090": "rtx-4090",
+    "RTX A4500": "rtx-a4500",
+    "RTX A5000": "rtx-a5000",
+    "RTX 6000": "quadro-rtx-6000",
+    "GH200": "gh200",
+    "P100": "p100-pcie-16gb",
+    "P4": "p4",
 }
 
 KINDS = set(PRICE_KIND_NAMES)
@@ -178,9 +211,9 @@ def test_gpu_columns_in_order() -> None:
     assert header == GPU_COLUMNS
 
 
-def test_exactly_the_29_ids(gpu_rows: list[dict[str, str]]) -> None:
+def test_exactly_the_38_ids(gpu_rows: list[dict[str, str]]) -> None:
     ids = [r["id"] for r in gpu_rows]
-    assert len(ids) == 29
+    assert len(ids) == 38
     assert sorted(ids) == sorted(GPU_IDS)
     assert len(set(ids)) == len(ids)
 
@@ -216,7 +249,7 @@ def test_fp4_only_on_blackwell(gpus: dict[str, dict[str, str]]) -> None:
 
 
 def test_memory_type_and_architecture_vocabulary(gpu_rows: list[dict[str, str]]) -> None:
-    mem_types = {"HBM2", "HBM2e", "HBM3", "HBM3e", "GDDR5X", "GDDR6", "GDDR6X", "GDDR7"}
+    mem_types = {"HBM2", "HBM2e", "HBM3", "HBM3e", "GDDR5", "GDDR5X", "GDDR6", "GDDR6X", "GDDR7"}
     generations = (
         "Volta",
         "Turing",
@@ -257,6 +290,9 @@ def test_scale_up_link_consistency(gpu_rows: list[dict[str, str]]) -> None:
         ("gaudi3", 8),
         ("l40s", 1),
         ("rtx-pro-6000-blackwell", 1),
+        ("a40", 2),
+        ("gh200", 256),
+        ("rtx-4090", 1),
     ],
 )
 def test_nvlink_domain(gpus: dict[str, dict[str, str]], gid: str, domain: int) -> None:
@@ -308,6 +344,16 @@ def test_required_aliases(gpu_rows: list[dict[str, str]]) -> None:
         ("rtx-pro-6000-blackwell", "memory_bandwidth_gbps", 1597),
         ("rtx-pro-6000-blackwell", "fp4_tflops", 2000),
         ("t4", "fp16_tflops", 65),
+        ("a40", "memory_bandwidth_gbps", 696),
+        ("a40", "fp16_tflops", 149.7),
+        ("rtx-3090", "fp16_tflops", 71),
+        ("rtx-4090", "memory_bandwidth_gbps", 1008),
+        ("rtx-a5000", "fp16_tflops", 111.1),
+        ("quadro-rtx-6000", "fp16_tflops", 130.5),
+        ("gh200", "memory_gb", 96),
+        ("gh200", "memory_bandwidth_gbps", 4000),
+        ("p100-pcie-16gb", "memory_bandwidth_gbps", 732),
+        ("p4", "memory_gb", 8),
     ],
 )
 def test_datasheet_spot_checks(
