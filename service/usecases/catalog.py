@@ -25,6 +25,15 @@ from service.usecases.errors import OUTAGES, ServiceUnavailable, with_database
 T = TypeVar("T")
 
 
+class DatabaseDown(ServiceUnavailable):
+    """The database is known to be down (the circuit is open); ``cause`` names the failure
+    that opened it."""
+
+    def __init__(self, cause: str) -> None:
+        super().__init__("the catalog database is unreachable")
+        self.cause = cause
+
+
 @dataclass(frozen=True, slots=True)
 class GpuFilter:
     vendor: str | None = None
@@ -89,6 +98,10 @@ class CatalogService:
         return self._repo.backend
 
     async def ping(self) -> None:
+        """Raise unless the database answers a trivial query (``DatabaseDown`` at once while
+        the circuit is open: the background poll probes it then)."""
+        if self._state.known_down:
+            raise DatabaseDown(self._state.last_error or "unknown")
         try:
             await self._repo.ping()
         except OUTAGES as exc:
@@ -109,14 +122,16 @@ class CatalogService:
         )
 
     async def put_gpu(self, gpu: GpuSpec) -> PutGpuResult:
-        result = await self._db(self._repo.put_gpu(gpu, self._clock()), "replacing a GPU")
+        result = await self._db(lambda: self._repo.put_gpu(gpu, self._clock()), "replacing a GPU")
         self._state.advance(result.revision)
         return result
 
     async def price_history(self, name: str, query: PriceQuery) -> tuple[str, PricePage]:
         view = await self._state.current()
         gpu = view.snapshot.resolve_gpu(name, field_name="id")
-        page = await self._db(self._repo.price_history(gpu.id, query), "reading price history")
+        page = await self._db(
+            lambda: self._repo.price_history(gpu.id, query), "reading price history"
+        )
         return gpu.id, page
 
     async def ingest(self, points: Sequence[PricePoint]) -> IngestResult:
@@ -124,7 +139,7 @@ class CatalogService:
         view = await self._state.current()
         resolved = view.snapshot.with_gpu_ids(points)
         result = await self._db(
-            self._repo.ingest_prices(resolved, self._clock()),
+            lambda: self._repo.ingest_prices(resolved, self._clock()),
             "ingesting prices",
             timeout_s=max(self._timeout, 30.0),
         )
@@ -132,13 +147,18 @@ class CatalogService:
         return result
 
     async def summary(self) -> CatalogSummary:
-        return await self._db(self._repo.summary(), "reading the catalog")
+        return await self._db(self._repo.summary, "reading the catalog")
 
-    async def _db(self, call: Awaitable[T], what: str, *, timeout_s: float | None = None) -> T:
+    async def _db(
+        self, call: Callable[[], Awaitable[T]], what: str, *, timeout_s: float | None = None
+    ) -> T:
         """A repository call under the timeout; an outage is reported to the catalog state
-        (answers turn stale at once) and becomes ``ServiceUnavailable``."""
+        (answers turn stale at once) and becomes ``ServiceUnavailable``. While the database
+        is known to be down the call is not made: ``ServiceUnavailable`` at once."""
+        if self._state.known_down:
+            raise ServiceUnavailable(f"{what}: the catalog database is unreachable")
         try:
-            return await with_database(call, timeout_s or self._timeout, what)
+            return await with_database(call(), timeout_s or self._timeout, what)
         except ServiceUnavailable as exc:
             self._state.report_failure(exc)
             raise

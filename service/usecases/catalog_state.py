@@ -14,6 +14,10 @@ Freshness rules:
 - Only an outage (``usecases.errors.OUTAGES``: no connection, a timeout) marks the database
   down on a request's path; an error caused by a request's value passes through untouched.
   The background poll reads nothing a request chose, so any failure of it marks it down.
+- Circuit breaker: once the database is known to be down (``known_down``), nothing on a
+  request's path calls it: reads answer from the snapshot at once, and calls that need the
+  database (writes, price history, ``as_of``) answer 503 at once, instead of each waiting
+  out the timeout. The background poll is the probe that closes the circuit again.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from service.usecases.errors import OUTAGES, ServiceUnavailable, failure_name
 log = logging.getLogger("gpuplan.catalog")
 
 _AS_OF_CACHE = 32
+_AS_OF_NEEDS_DATABASE = "prices as of a past moment need the catalog database, which is unreachable"
 
 
 class SnapshotSource(Protocol):
@@ -101,6 +106,12 @@ class CatalogState:
         return self._last_error
 
     @property
+    def known_down(self) -> bool:
+        """True from a failure seen by a call or the poll until the poll reaches the database
+        again (before the first attempt nothing is known: calls go through)."""
+        return not self._database_ok and self._last_error is not None
+
+    @property
     def loaded_revision(self) -> int | None:
         return None if self._snapshot is None else self._snapshot.revision
 
@@ -109,16 +120,22 @@ class CatalogState:
         is known), or the last one marked stale when the database cannot be reached."""
         snapshot = self._snapshot
         if snapshot is None or snapshot.revision < self._known_revision:
+            if self.known_down:
+                return self._last_known()
             try:
                 snapshot = await self._reload()
             except OUTAGES as exc:
                 self._mark_down(exc)
-                if self._snapshot is None:
-                    raise CatalogUnavailable(
-                        "the catalog database is unreachable and no catalog is loaded yet"
-                    ) from exc
-                return SnapshotView(self._snapshot, stale=True)
+                return self._last_known()
         return SnapshotView(snapshot, stale=not self._database_ok)
+
+    def _last_known(self) -> SnapshotView:
+        """The last snapshot, stale; ``CatalogUnavailable`` when none was ever loaded."""
+        if self._snapshot is None:
+            raise CatalogUnavailable(
+                "the catalog database is unreachable and no catalog is loaded yet"
+            )
+        return SnapshotView(self._snapshot, stale=True)
 
     async def as_of(self, moment: datetime) -> SnapshotView:
         """The catalog with prices as they were known at ``moment`` (GPU specs are current)."""
@@ -128,13 +145,13 @@ class CatalogState:
         if cached is not None:
             self._as_of.move_to_end(key)
             return SnapshotView(cached, view.stale)
+        if self.known_down:
+            raise CatalogUnavailable(_AS_OF_NEEDS_DATABASE)
         try:
             snapshot = await asyncio.wait_for(self._repo.snapshot(as_of=moment), self._timeout)
         except OUTAGES as exc:  # a refused moment (InvalidInput) is the caller's, not an outage
             self._mark_down(exc)
-            raise CatalogUnavailable(
-                "prices as of a past moment need the catalog database, which is unreachable"
-            ) from exc
+            raise CatalogUnavailable(_AS_OF_NEEDS_DATABASE) from exc
         self._as_of[key] = snapshot
         while len(self._as_of) > _AS_OF_CACHE:
             self._as_of.popitem(last=False)

@@ -41,5 +41,7 @@ async def with_database(call: Awaitable[T], timeout_s: float, what: str) -> T:
 
 def failure_name(exc: BaseException) -> str:
     """The class name of what went wrong, for logs and readiness reports: the driver's error
-    behind a ``DatabaseUnavailable``, else the exception's own class."""
-    return exc.cause if isinstance(exc, DatabaseUnavailable) else type(exc).__name__
+    behind a ``DatabaseUnavailable`` (or the one that opened the circuit), else the
+    exception's own class."""
+    cause = getattr(exc, "cause", None)
+    return cause if isinstance(cause, str) else type(exc).__name__

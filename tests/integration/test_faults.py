@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -174,6 +174,58 @@ async def test_postgres_down_at_start_answers_503_then_recovers(
 
         await wait_for(serving)
         assert (await client.get("/readyz")).json()["status"] == "ready"
+
+
+async def test_while_postgres_hangs_calls_answer_at_once_and_the_poll_closes_the_circuit(
+    pg_behind_proxy: tuple[ToggleProxy, str], tmp_path: Path
+) -> None:
+    """A hung database costs one timeout, not one per call: once it is known to be down,
+    calls that need it answer 503 at once (the circuit is open) and reads answer from the
+    snapshot; the background poll finds it back and closes the circuit."""
+    proxy, url = pg_behind_proxy
+    settings = pg_settings(url, tmp_path)
+    async with AsyncTestClient(create_app(settings)) as client:
+        assert (await client.get("/readyz")).json()["status"] == "ready"
+        await proxy.freeze()
+
+        async def noticed() -> bool:
+            return (await client.get("/readyz")).json()["database"]["ok"] is False
+
+        await wait_for(noticed)
+        calls: dict[str, Callable[[], Awaitable[httpx.Response]]] = {
+            "history": lambda: client.get("/v1/gpus/l40s/prices"),
+            "summary": lambda: client.get("/v1/catalog"),
+            "ingest": lambda: client.post(
+                "/v1/prices", json={"observations": [observation(1)]}, headers=admin()
+            ),
+            "as_of": lambda: client.post(
+                "/v1/plans", json={**PLAN, "as_of": "2026-01-01T00:00:00Z"}
+            ),
+            "readyz": lambda: client.get("/readyz"),
+        }
+        waited: dict[str, float] = {}
+        for _ in range(3):
+            for name, call in calls.items():
+                started = time.monotonic()
+                response = await call()
+                waited[name] = max(waited.get(name, 0.0), time.monotonic() - started)
+                expected = 200 if name == "readyz" else 503
+                assert response.status_code == expected, (name, response.text)
+        assert max(waited.values()) < settings.database_timeout_s / 3, waited
+        plan = await client.post("/v1/plans", json=plan_body(13))
+        assert plan.status_code == 200 and plan.headers["x-catalog-stale"] == "true"
+
+        await proxy.restore()
+
+        async def recovered() -> bool:
+            status: str = (await client.get("/readyz")).json()["status"]
+            return status == "ready"
+
+        await wait_for(recovered)
+        write = await client.post(
+            "/v1/prices", json={"observations": [observation(2)]}, headers=admin()
+        )
+        assert write.status_code == 200, write.text
 
 
 # ---- racing writers and readers ----------------------------------------------------------

@@ -1,5 +1,7 @@
-"""A TCP proxy on loopback that a test can cut and restore, to take a real dependency (Postgres,
-Redis) away from the service under test without stopping the shared server.
+"""A TCP proxy on loopback that a test can cut, freeze and restore, to take a real dependency
+(Postgres, Redis) away from the service under test without stopping the shared server: ``cut``
+refuses connections (a server that is down), ``freeze`` accepts them and answers nothing (a
+server that hangs).
 
 The proxy runs its own event loop in a thread: Litestar's test client runs the app on another
 thread and loop, so a proxy on the test's loop would stall whenever the test waits on a request.
@@ -51,6 +53,9 @@ class ToggleProxy:
     async def restore(self) -> None:
         await self._call(self._inner.restore())
 
+    async def freeze(self) -> None:
+        await self._call(self._inner.freeze())
+
     async def close(self) -> None:
         await self._call(self._inner.close())
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -63,6 +68,7 @@ class _LoopProxy:
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._frozen = False
         self.port = 0
 
     def url(self, original: str) -> str:
@@ -81,20 +87,35 @@ class _LoopProxy:
             self._server.close()
             await self._server.wait_closed()
             self._server = None
+        self._drop_connections()
+        await asyncio.sleep(0)
+
+    def _drop_connections(self) -> None:
         for writer in list(self._writers):
             writer.transport.abort()
         self._writers.clear()
         for task in list(self._tasks):
             task.cancel()
-        await asyncio.sleep(0)
 
     async def restore(self) -> None:
-        await self.start()
+        """Forward again; after a freeze, the connections it held are dropped first."""
+        if self._frozen:
+            self._frozen = False
+            self._drop_connections()
+        if self._server is None:
+            await self.start()
+
+    async def freeze(self) -> None:
+        """Keep accepting connections but forward nothing either way (a hung server)."""
+        self._frozen = True
 
     async def close(self) -> None:
         await self.cut()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._frozen:
+            self._writers.add(writer)  # held open, never answered, dropped on restore
+            return
         try:
             up_reader, up_writer = await asyncio.open_connection(*self._target)
         except OSError:
@@ -116,10 +137,11 @@ class _LoopProxy:
                 self._writers.discard(w)
                 w.transport.abort()
 
-    @staticmethod
-    async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(OSError, asyncio.CancelledError, ConnectionError):
             while data := await reader.read(65536):
+                if self._frozen:
+                    continue  # swallowed: the other side waits for an answer that never comes
                 writer.write(data)
                 await writer.drain()
         writer.transport.abort()

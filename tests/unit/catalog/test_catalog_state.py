@@ -193,6 +193,26 @@ async def test_an_unexpected_error_is_raised_as_it_is_and_marks_nothing_down() -
     assert state.database_ok
 
 
+async def test_once_known_down_nothing_on_a_request_path_calls_the_database() -> None:
+    repo = FakeRepository(revision=2)
+    state = state_of(repo)
+    await state.current()
+    assert not state.known_down
+    repo.down = True
+    await state.poll_once()
+    assert state.known_down
+    calls = len(repo.snapshot_calls)
+    state.advance(3)  # a newer revision is known, but the database is not tried
+    assert (await state.current()).stale
+    with pytest.raises(CatalogUnavailable):
+        await state.as_of(T0)
+    assert len(repo.snapshot_calls) == calls
+    repo.down = False
+    await state.poll_once()  # the probe closes the circuit
+    assert not state.known_down
+    assert (await state.current()).snapshot.revision == 2 and state.database_ok
+
+
 async def test_start_survives_an_outage_and_stop_ends_the_poll() -> None:
     repo = FakeRepository()
     repo.down = True
