@@ -15,6 +15,7 @@ from litestar.testing import TestClient
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from service.api.schemas.plan_request import MIN_QPS
 from service.app import create_app
 from service.openapi_export import openapi_document, render
 from service.settings import Settings
@@ -157,7 +158,7 @@ def test_an_invalid_example_would_be_caught() -> None:
 def test_limits_and_units_reach_the_schema() -> None:
     schemas = document()["components"]["schemas"]
     qps = schemas["WorkloadIn"]["properties"]["qps"]
-    assert qps["exclusiveMinimum"] == 0 and qps["maximum"] == 1_000_000
+    assert qps["minimum"] == MIN_QPS and qps["maximum"] == 1_000_000
     assert "per second" in qps["description"]
     mix = schemas["WorkloadIn"]["properties"]["mix"]
     assert any(v.get("maxItems") == 16 for v in mix.get("anyOf", [mix]))

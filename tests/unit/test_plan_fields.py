@@ -14,7 +14,7 @@ from service.api.schemas.plan_fields import (
     plan_flat_name,
     plan_request_from_flat,
 )
-from service.api.schemas.plan_request import PlanRequestIn
+from service.api.schemas.plan_request import MIN_QPS, PlanRequestIn
 from service.domain.errors import InvalidInput
 
 
@@ -23,7 +23,7 @@ def test_every_field_names_a_body_path_with_a_type() -> None:
         spec = field_type(PlanRequestIn, field)
         assert spec.base is not None, field.name
     qps = field_type(PlanRequestIn, next(f for f in PLAN_FIELDS if f.name == "qps"))
-    assert qps.base is float and qps.limits == {"gt": 0, "le": 1_000_000}
+    assert qps.base is float and qps.limits == {"ge": MIN_QPS, "le": 1_000_000}
     percentile = field_type(PlanRequestIn, next(f for f in PLAN_FIELDS if f.name == "percentile"))
     assert percentile.default == 95.0 and percentile.limits == {"ge": 50, "le": 99.9}
 

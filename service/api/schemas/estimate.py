@@ -13,7 +13,7 @@ from msgspec import Meta
 from service.api.schemas.common import Gigabytes, Millis, ReqPerS, WireIn, WireOut
 from service.api.schemas.flat import FlatField, body_from_data, body_from_flat
 from service.api.schemas.models import ModelIn
-from service.api.schemas.plan_request import EngineVersion, GpuName, Tokens
+from service.api.schemas.plan_request import MIN_QPS, EngineVersion, GpuName, Tokens
 from service.domain.vocabulary import Bottleneck, Engine, KvPrecision, Precision
 from service.usecases.estimating import EstimateAnswer, EstimateQuery
 
@@ -42,7 +42,8 @@ class EstimateIn(WireIn, kw_only=True):
     ) = None
     qps: (
         Annotated[
-            float, Meta(gt=0, le=1_000_000, description="Arrival rate at the replica, req/s.")
+            float,
+            Meta(ge=MIN_QPS, le=1_000_000, description="Arrival rate at the replica, req/s."),
         ]
         | None
     ) = None

@@ -19,6 +19,7 @@ from service.api.schemas.models import ModelIn
 from service.domain.moments import WINDOW
 from service.domain.perfmodel import Slo
 from service.domain.planner import (
+    MIN_SHAPE_QPS,
     BudgetDraft,
     ConstraintsDraft,
     MixShare,
@@ -36,6 +37,8 @@ from service.domain.vocabulary import (
 
 MAX_BUCKETS = 16
 MAX_TOKENS = 2_000_000
+MIN_QPS = MIN_SHAPE_QPS
+"""Requests per second, at least (see ``MIN_SHAPE_QPS``); each shape of a mix must carry it too."""
 
 Tokens = Annotated[int, Meta(ge=1, le=MAX_TOKENS, description="Tokens per request.")]
 Ms = Annotated[float, Meta(gt=0, le=3_600_000, description="Milliseconds.")]
@@ -68,7 +71,7 @@ class WorkloadIn(WireIn, kw_only=True):
     """The load: ``qps`` with one ``prompt_tokens``/``output_tokens`` pair, or a ``mix`` of
     request shapes whose shares sum to 1 (the mix replaces the pair)."""
 
-    qps: Annotated[float, Meta(gt=0, le=1_000_000, description="Total requests per second.")]
+    qps: Annotated[float, Meta(ge=MIN_QPS, le=1_000_000, description="Total requests per second.")]
     prompt_tokens: Tokens | None = None
     output_tokens: Tokens | None = None
     mix: Annotated[list[MixBucketIn], Meta(min_length=1, max_length=MAX_BUCKETS)] | None = None

@@ -8,6 +8,7 @@ Public API::
 """
 
 from service.domain.planner.canonical import (
+    MIN_SHAPE_QPS,
     canonical_request,
     normalize_provider,
     resolve_requested_model,
@@ -47,6 +48,7 @@ from service.domain.planner.result import (
 
 __all__ = [
     "HOURS_PER_MONTH",
+    "MIN_SHAPE_QPS",
     "PLAN_ID_VERSION",
     "PLAN_STATUSES",
     "Alternative",

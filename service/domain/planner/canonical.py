@@ -46,6 +46,10 @@ from service.domain.planner.request import (
 
 SHARE_TOLERANCE = 1e-6
 """How far the mix shares may sum from 1 (they are then divided by their sum)."""
+MIN_SHAPE_QPS = 1e-6
+"""The smallest load one request shape may carry (``qps`` x its share), about one request in
+11.6 days: below it the load is zero to the planner, and the solver's demand rows (scaled by
+1 / load) lose their precision."""
 
 
 def canonical_request(
@@ -121,7 +125,13 @@ def _merged(mix: tuple[MixShare, ...]) -> list[tuple[int, int, float]]:
 def _buckets(w: WorkloadDraft, model: ResolvedModel) -> tuple[WorkloadBucket, ...]:
     shapes = _shapes(w)
     max_context = model.arch.max_context
-    for i, (p, o, _) in enumerate(shapes):
+    for i, (p, o, s) in enumerate(shapes):
+        if float(w.qps) * s < MIN_SHAPE_QPS * (1 - SHARE_TOLERANCE):
+            raise InvalidInput(
+                f"the {p} prompt / {o} output token shape carries {float(w.qps) * s:.3g} req/s "
+                f"(qps x share), below {MIN_SHAPE_QPS:g} req/s: drop it or raise its share",
+                field="workload.qps" if w.mix is None else "workload.mix",
+            )
         if p + o > max_context:
             raise InvalidInput(
                 f"{p} prompt + {o} output tokens exceed {model.arch.id}'s context of {max_context}",

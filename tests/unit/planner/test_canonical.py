@@ -231,6 +231,25 @@ def test_plan_ids_are_stable_across_releases() -> None:
             UnknownGpu,
             "constraints.max_cards.h1000",
         ),
+        (
+            {
+                "workload": WorkloadDraft(
+                    qps=1.0, mix=(MixShare(1 - 1e-9, 512, 128), MixShare(1e-9, 2048, 128))
+                )
+            },
+            InvalidInput,
+            "workload.mix",
+        ),
+        (
+            {"workload": WorkloadDraft(qps=5e-324, prompt_tokens=1, output_tokens=1)},
+            InvalidInput,
+            "workload.qps",
+        ),
+        (
+            {"as_of": datetime(9999, 12, 31, 23, 59, tzinfo=timezone(timedelta(hours=-23)))},
+            InvalidInput,
+            "as_of",
+        ),
     ],
 )
 def test_each_error_names_its_field(
