@@ -57,6 +57,9 @@ def configure_logging(level: str = "INFO", fmt: str = "json") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    # Python warnings (a library's RuntimeWarning) become log records in the same format,
+    # not raw lines on stderr.
+    logging.captureWarnings(True)
     for name in ("uvicorn", "uvicorn.error"):
         logger = logging.getLogger(name)
         logger.handlers[:] = []

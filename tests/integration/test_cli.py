@@ -12,6 +12,7 @@ import sys
 import time
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -154,6 +155,91 @@ def test_serve_answers_and_shuts_down_gracefully_on_sigterm(env: dict[str, str])
     logs = server.stderr.read() if server.stderr else ""
     assert '"msg":"gpuplan stopped"' in logs
     assert '"msg":"request"' in logs and '"route":"/v1/gpus/{gpu_id}"' in logs
+
+
+def test_serve_logs_only_json_lines_while_solving_and_refusing(env: dict[str, str]) -> None:
+    """HiGHS and Python warnings write nothing of their own: stdout is empty and every stderr
+    line after the CLI's one-line banner is one JSON object, through optimal, infeasible,
+    time-limited and refused requests."""
+    port = _free_port()
+    server_env = {**env, "GPUPLAN_SOLVE_TIME_LIMIT_S": "0.05", "GPUPLAN_LOG_FORMAT": "json"}
+    server = subprocess.Popen(
+        [*GPUPLAN, "serve", "--port", str(port)],
+        env=server_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    plan: dict[str, Any] = {
+        "model": "llama-3.1-8b",
+        "workload": {"qps": 6, "prompt_tokens": 256, "output_tokens": 64},
+        "slo": {"tpot_ms": 120},
+    }
+    mix = [
+        {"share": 1 / 16, "prompt_tokens": 200 + 400 * i, "output_tokens": 50 + 40 * i}
+        for i in range(16)
+    ]
+    hf = {
+        "model_type": "llama",
+        "num_hidden_layers": 32,
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "intermediate_size": 14336,
+    }
+    bodies = [
+        plan,
+        {**plan, "slo": {"tpot_ms": 0.001}},  # infeasible
+        {
+            "model": "llama-3.1-70b",
+            "precision": "fp8",
+            "workload": {"qps": 400, "mix": mix},
+            "slo": {"ttft_ms": 3000, "tpot_ms": 80},
+        },  # hits the 0.05 s HiGHS time limit
+        {**plan, "model": {"hf_config": hf}},
+        {**plan, "budget": {"usd_per_hour": 0.01}},  # over budget
+        {**plan, "workload": {**plan["workload"], "qps": 5e-324}},  # refused
+    ]
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"{base}/healthz", timeout=1)
+                break
+            except httpx.TransportError:
+                assert server.poll() is None, server.stderr.read() if server.stderr else ""
+                assert time.monotonic() < deadline, "server did not start"
+                time.sleep(0.2)
+        statuses = [httpx.post(f"{base}/v1/plans", json=b, timeout=60).status_code for b in bodies]
+        malformed = httpx.post(
+            f"{base}/v1/plans",
+            content=b'{"workload": {"qps": NaN}}',
+            headers={"Content-Type": "application/json"},
+            timeout=10,
+        )
+        assert statuses == [200, 200, 200, 200, 200, 422] and malformed.status_code == 400
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    out = server.stdout.read() if server.stdout else ""
+    err = server.stderr.read() if server.stderr else ""
+    assert out == ""
+    banner, *lines = err.splitlines()
+    assert banner.startswith("gpuplan ") and "docs at" in banner
+    assert len(lines) >= len(bodies) + 2
+    assert [line for line in lines if not _json_object(line)] == []
+
+
+def _json_object(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except json.JSONDecodeError:
+        return False
 
 
 PLAN_ARGS = [

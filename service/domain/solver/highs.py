@@ -157,7 +157,13 @@ def _solve_public(model: MilpModel, time_limit_s: float) -> MilpResult:
         constraints=[LinearConstraint(model.a, model.row_lower, model.row_upper)]
         if model.a.shape[0] > 0
         else None,
-        options={"time_limit": float(time_limit_s), "mip_rel_gap": 0.0, "presolve": True},
+        # ``disp`` False: HiGHS prints nothing, so the service's log stays one JSON per line.
+        options={
+            "disp": False,
+            "time_limit": float(time_limit_s),
+            "mip_rel_gap": 0.0,
+            "presolve": True,
+        },
     )
     status = int(res.status)
     if status == 0 and res.x is not None:
