@@ -34,11 +34,19 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 
 def error_text(exc: BaseException) -> str:
-    """One line for an error: a domain error's message and field, else the exception type."""
+    """One line for an error: a domain error's message and field; for a database error the
+    driver's first line (never the SQL statement or its parameters); else the exception type
+    and message."""
+    from sqlalchemy.exc import StatementError
+
     from service.domain.errors import DomainError
 
     if isinstance(exc, DomainError):
         return exc.message + (f" ({exc.field})" if exc.field else "")
+    if isinstance(exc, StatementError):
+        driver = exc.orig if exc.orig is not None else exc
+        first = (str(driver).strip().splitlines() or [""])[0]
+        return f"the database refused the statement: {type(driver).__name__}: {first}"
     return f"{type(exc).__name__}: {exc}"
 
 

@@ -17,12 +17,13 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated
 
 from msgspec import Meta
 
 from service.domain.errors import InvalidInput, UnknownGpu
+from service.domain.moments import to_utc
 from service.domain.vocabulary import PriceKindName, PricingChoice
 
 # ---- limits, each defined once (wire schemas, table columns and query parameters use these) --
@@ -43,7 +44,17 @@ PRICE_PAGE_SIZE = 100
 """Observations per page of price history unless the caller asks for another size."""
 PRICE_PAGE_MAX = 1000
 
+PROVIDER_PATTERN = rf"^[a-z0-9][a-z0-9._-]{{0,{SLUG_MAX_LENGTH - 1}}}$"
+"""A provider id: a lowercase slug of letters, digits, '.', '_' or '-'."""
+OBSERVED_EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+"""Price observations are from this century (on top of ``domain.moments``' window)."""
+
 Name = Annotated[str, Meta(min_length=1, max_length=NAME_MAX_LENGTH)]
+SlugText = Annotated[str, Meta(min_length=1, max_length=SLUG_MAX_LENGTH)]
+UsdPrice = Annotated[
+    float, Meta(gt=0, le=10_000_000, description="USD per GPU-hour (per card for purchase).")
+]
+GpusPerInstance = Annotated[int, Meta(ge=1, le=1024, description="GPUs in the priced instance.")]
 SourceText = Annotated[str, Meta(max_length=SOURCE_MAX_LENGTH)]
 Tflops = Annotated[
     float,
@@ -114,6 +125,15 @@ class GpuSpec:
         object.__setattr__(self, "has_nvlink", linked)
 
 
+def observed_moment(value: datetime, field: str) -> datetime:
+    """An observation's moment in UTC: within ``domain.moments``' window and not before
+    ``OBSERVED_EARLIEST``; else ``InvalidInput`` naming ``field``."""
+    moment = to_utc(value, field)
+    if moment < OBSERVED_EARLIEST:
+        raise InvalidInput(f"{field} must be after 2000", field=field)
+    return moment
+
+
 def price_kind_for(pricing: PricingChoice) -> PriceKindName:
     """The kind of catalog price a fleet paid for with ``pricing`` is priced from: owned cards
     amortise ``purchase`` prices; every other choice is the price kind of the same name."""
@@ -129,17 +149,21 @@ class PricePoint:
     ``usd`` is per GPU-hour, except for kind ``purchase`` where it is per card.
     ``gpus_per_instance`` is the instance shape the price was observed on (the whole
     instance costs ``usd * gpus_per_instance`` per hour).
+
+    The limits are the ones ``POST /v1/prices`` enforces (whatever turns outside input into a
+    ``PricePoint`` enforces them: the HTTP body, the CSV parser); they fit the table's columns.
+    ``gpu_id`` may be an alias until ``CatalogSnapshot.with_gpu_ids`` resolves it.
     """
 
-    gpu_id: str
-    provider: str
-    region: str
+    gpu_id: SlugText
+    provider: Annotated[str, Meta(pattern=PROVIDER_PATTERN)]
+    region: SlugText
     kind: PriceKindName
-    usd: float
-    instance_type: str
-    gpus_per_instance: int
-    observed_at: datetime
-    source: str
+    usd: UsdPrice
+    instance_type: Name
+    gpus_per_instance: GpusPerInstance
+    observed_at: Annotated[datetime, Meta(tz=True)]
+    source: SourceText
     ingested_at: datetime | None = None
 
     @property

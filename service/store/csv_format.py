@@ -3,8 +3,9 @@
 ``gpus.csv`` columns are the stored ``GpuSpec`` fields (``aliases`` and ``sources`` separated by
 ``|``). ``prices.csv`` columns are the ``PricePoint`` fields but ``ingested_at``:
 ``gpu_id,provider,region,kind,usd,instance_type,gpus_per_instance,observed_at,source``.
-Parsers take text and return domain values; a bad cell raises ``InvalidInput`` naming the line
-and column.
+Parsers take text and return domain values, checked against the limits the domain types
+declare (the ones the HTTP endpoints enforce); a bad cell raises ``InvalidInput`` naming the
+line and column, and text holding NUL is refused whole.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import fields
 from datetime import UTC, datetime
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 from sqlalchemy import JSON
 
-from service.domain.catalog import GpuSpec, PricePoint
+from service.domain.catalog import GpuSpec, PricePoint, observed_moment
 from service.domain.errors import InvalidInput
 from service.domain.moments import window_problem
 from service.domain.vocabulary import PRICE_KIND_NAMES, one_of
@@ -32,6 +33,7 @@ _LIST_COLUMNS = {c.name for c in GpuRow.__table__.columns if isinstance(c.type, 
 PRICE_COLUMNS = tuple(f.name for f in fields(PricePoint) if f.name != "ingested_at")
 _LIST_SEPARATOR = "|"
 _FIELD_IN_ERROR = re.compile(r"`\$\.(\w+)|required field `(\w+)`")
+_AT_PATH = re.compile(r"\s*-\s*at `\$[^`]*`")
 
 
 def parse_timestamp(raw: str) -> datetime:
@@ -51,6 +53,10 @@ def format_timestamp(value: datetime) -> str:
 
 
 def _rows(text: str, expected: tuple[str, ...], what: str) -> Iterator[tuple[int, dict[str, str]]]:
+    nul = text.find("\x00")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        raise InvalidInput(f"{what} line {line}: text must not contain NUL (U+0000)", field="csv")
     reader = csv.DictReader(io.StringIO(text))
     header = tuple(reader.fieldnames or ())
     missing = [c for c in expected if c not in header]
@@ -75,44 +81,44 @@ def parse_gpus_csv(text: str) -> list[GpuSpec]:
                 values[column] = [p.strip() for p in raw.split(_LIST_SEPARATOR) if p.strip()]
             elif raw:
                 values[column] = raw
-        try:
-            specs.append(msgspec.convert(values, GpuSpec, strict=False))
-        except msgspec.ValidationError as exc:
-            found = _FIELD_IN_ERROR.search(str(exc))
-            column = next((g for g in found.groups() if g), "row") if found else "row"
-            raise InvalidInput(f"gpus.csv line {line}: {column}: {exc}", field=column) from exc
+        specs.append(_converted(values, GpuSpec, f"gpus.csv line {line}"))
     return specs
+
+
+T = TypeVar("T")
+
+
+def _converted(values: dict[str, Any], into: type[T], where: str) -> T:
+    """``values`` as ``into`` with its declared limits; ``InvalidInput`` naming the column."""
+    try:
+        return msgspec.convert(values, into, strict=False)
+    except msgspec.ValidationError as exc:
+        found = _FIELD_IN_ERROR.search(str(exc))
+        column = next((g for g in found.groups() if g), "row") if found else "row"
+        message = _AT_PATH.sub("", str(exc))
+        raise InvalidInput(f"{where}: {column}: {message}", field=column) from exc
 
 
 def parse_prices_csv(text: str, *, ingested_at: datetime | None = None) -> list[PricePoint]:
     """Parse ``prices.csv`` text into observations (``gpu_id`` may be an id or an alias)."""
     points: list[PricePoint] = []
     for line, row in _rows(text, PRICE_COLUMNS, "prices.csv"):
+        where = f"prices.csv line {line}"
         column = "kind"
         try:
             kind = one_of(PRICE_KIND_NAMES, row["kind"], "price kind")
-            column = "usd"
-            usd = float(row["usd"])
-            column = "gpus_per_instance"
-            per_instance = int(row["gpus_per_instance"] or "1")
             column = "observed_at"
-            observed_at = parse_timestamp(row["observed_at"])
-        except ValueError as exc:
-            raise InvalidInput(f"prices.csv line {line}: {column}: {exc}", field=column) from exc
-        points.append(
-            PricePoint(
-                gpu_id=row["gpu_id"],
-                provider=row["provider"],
-                region=row["region"],
-                kind=kind,
-                usd=usd,
-                instance_type=row["instance_type"],
-                gpus_per_instance=per_instance,
-                observed_at=observed_at,
-                source=row["source"],
-                ingested_at=ingested_at,
-            )
-        )
+            observed_at = observed_moment(parse_timestamp(row["observed_at"]), column)
+        except (ValueError, InvalidInput) as exc:
+            raise InvalidInput(f"{where}: {column}: {exc}", field=column) from exc
+        values: dict[str, Any] = {
+            **row,
+            "kind": kind,
+            "gpus_per_instance": row["gpus_per_instance"] or "1",
+            "observed_at": observed_at,
+            "ingested_at": ingested_at,
+        }
+        points.append(_converted(values, PricePoint, where))
     return points
 
 

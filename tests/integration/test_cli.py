@@ -100,6 +100,40 @@ def test_import_with_one_bad_row_writes_nothing(env: dict[str, str], tmp_path: P
     assert "examplecloud" not in run(["catalog", "export", "--gpu", "l4"], env).stdout
 
 
+@pytest.mark.parametrize(
+    ("cells", "named"),
+    [
+        (
+            "l4,examplecloud,eu-1,spot,-1.5,ex.1x,1,2026-09-01,neg",
+            "line 3: usd: Expected `float` > 0",
+        ),
+        (f"l4,examplecloud,{'r' * 65},spot,1,ex.1x,1,2026-09-01,x", "line 3: region"),
+        ("l4,examplecloud,eu-1,spot,1,ex.1x,0,2026-09-01,x", "line 3: gpus_per_instance"),
+        ("l4,examplecloud,eu-1,spot,1,ex.1x,1,1999-12-31,x", "line 3: observed_at"),
+        ("l4,examplecloud,eu-1,spot,1,ex.1x,1,9999-12-31T23:59:59-23:59,x", "line 3: observed_at"),
+        ("l4,ExampleCloud,eu-1,spot,1,ex.1x,1,2026-09-01,x", "line 3: provider"),
+        ("l4,examplecloud,eu-1,spot,1,ex.1x,1,2026-09-01,x\x00y", "line 3: text must not"),
+    ],
+    ids=["negative", "long-region", "zero-gpus", "before-2000", "past-range", "slug", "nul"],
+)
+def test_import_refuses_what_the_http_endpoint_refuses_in_one_line(
+    env: dict[str, str], tmp_path: Path, cells: str, named: str
+) -> None:
+    """The same limits as POST /v1/prices, reported as one line naming the row and column, on
+    a non-zero exit: no SQL, no traceback, nothing written."""
+    path = tmp_path / "bad.csv"
+    path.write_text(
+        "gpu_id,provider,region,kind,usd,instance_type,gpus_per_instance,observed_at,source\n"
+        "l4,examplecloud,eu-1,spot,0.30,ex.1x,1,2026-09-01,ok\n" + cells + "\n"
+    )
+    result = run(["catalog", "import", str(path)], env, check=False)
+    assert result.returncode == 1
+    assert result.stderr.startswith("gpuplan: prices.csv ") and named in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "SQL" not in result.stderr and "Traceback" not in result.stderr
+    assert "examplecloud" not in run(["catalog", "export", "--gpu", "l4"], env).stdout
+
+
 def test_a_bad_setting_stops_the_command_naming_the_variable(env: dict[str, str]) -> None:
     result = run(["migrate"], {**env, "GPUPLAN_DATABASE_URL": "postgres://x"}, check=False)
     assert result.returncode == 2

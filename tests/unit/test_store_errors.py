@@ -109,3 +109,16 @@ async def test_the_repository_guard_sorts_each_kind(
     if raised is ValueRefused:
         assert isinstance(caught.value, InvalidInput) and caught.value.field == "body"
         assert "SELECT" not in caught.value.message
+
+
+def test_the_cli_line_for_a_database_error_names_no_statement() -> None:
+    from service.cli_common import error_text
+
+    exc = IntegrityError(
+        "INSERT INTO price_points (usd) VALUES (?)",
+        (-1.5,),
+        sqlite3.IntegrityError("CHECK constraint failed: ck_price_points_usd_positive"),
+    )
+    line = error_text(exc)
+    assert "CHECK constraint failed" in line
+    assert "INSERT" not in line and "-1.5" not in line and "\n" not in line

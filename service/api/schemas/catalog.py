@@ -21,12 +21,13 @@ from service.domain.catalog import (
     SLUG_MAX_LENGTH,
     CatalogSummary,
     GpuSpec,
+    GpusPerInstance,
     IngestResult,
     PricePage,
     PricePoint,
+    UsdPrice,
+    observed_moment,
 )
-from service.domain.errors import InvalidInput
-from service.domain.moments import to_utc
 from service.domain.vocabulary import PriceKindName
 from service.usecases.catalog import GpuListing
 
@@ -93,13 +94,9 @@ class PriceObservationIn(WireIn, kw_only=True):
     provider: Slug
     region: Annotated[str, Meta(min_length=1, max_length=SLUG_MAX_LENGTH, examples=["us-east-1"])]
     kind: PriceKindName
-    usd: Annotated[
-        float, Meta(gt=0, le=10_000_000, description="USD per GPU-hour (per card for purchase).")
-    ]
+    usd: UsdPrice
     instance_type: Annotated[str, Meta(min_length=1, max_length=NAME_MAX_LENGTH)] = "unspecified"
-    gpus_per_instance: Annotated[
-        int, Meta(ge=1, le=1024, description="GPUs in the priced instance.")
-    ] = 1
+    gpus_per_instance: GpusPerInstance = 1
     observed_at: Annotated[
         datetime,
         Meta(
@@ -110,11 +107,7 @@ class PriceObservationIn(WireIn, kw_only=True):
     source: LongText = ""
 
     def to_domain(self, index: int) -> PricePoint:
-        observed_at = to_utc(self.observed_at, f"observations[{index}].observed_at")
-        if observed_at.year < 2000:
-            raise InvalidInput(
-                "observed_at must be after 2000", field=f"observations[{index}].observed_at"
-            )
+        observed_at = observed_moment(self.observed_at, f"observations[{index}].observed_at")
         return PricePoint(
             gpu_id=self.gpu,
             provider=self.provider,

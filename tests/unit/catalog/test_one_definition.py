@@ -5,6 +5,7 @@ derivation, so a field added to the domain reaches every form (CONTRIBUTING.md).
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated
@@ -119,3 +120,69 @@ def test_price_kinds_are_the_vocabulary_everywhere() -> None:
     assert one_of(PRICE_KIND_NAMES, "spot", "price kind") == "spot"
     with pytest.raises(ValueError, match="unknown price kind 'hourly'"):
         one_of(PRICE_KIND_NAMES, "hourly", "price kind")
+
+
+def _max_lengths(struct: type[msgspec.Struct]) -> dict[str, int | None]:
+    """Each string property's ``maxLength`` in the JSON schema msgspec derives for ``struct``."""
+    schema = msgspec.json.schema(struct)
+    props = schema["$defs"][struct.__name__]["properties"]
+    return {
+        name: prop.get("maxLength") or _pattern_length(prop.get("pattern", ""))
+        for name, prop in props.items()
+        if prop.get("type") == "string" and "format" not in prop
+    }
+
+
+def _pattern_length(pattern: str) -> int | None:
+    """The longest string a slug pattern ``^[...][...]{0,n}$`` matches (``n + 1``)."""
+    found = re.fullmatch(r"\^\[[^\]]+\]\[[^\]]+\]\{0,(\d+)\}\$", pattern)
+    return int(found.group(1)) + 1 if found else None
+
+
+def _column_lengths(table: sa.FromClause) -> dict[str, int | None]:
+    return {
+        c.name: getattr(c.type, "length", None)
+        for c in table.columns
+        if isinstance(c.type, sa.String | sa.Text)
+    }
+
+
+def test_price_observation_lengths_fit_the_columns_exactly() -> None:
+    """A string the body accepts fits its column (Postgres would refuse it, SQLite store it)
+    and a text column holds any string the body accepts."""
+    from service.api.schemas.catalog import PriceObservationIn
+
+    body = _max_lengths(PriceObservationIn)
+    columns = _column_lengths(PricePointRow.__table__)
+    wire_to_column = {"gpu": "gpu_id"}
+    for name, limit in body.items():
+        column = columns[wire_to_column.get(name, name)]
+        assert limit is not None, name
+        assert column is None or column == limit, (name, limit, column)
+
+
+def test_gpu_spec_lengths_fit_the_columns_exactly() -> None:
+    body = _max_lengths(GpuSpecIn)
+    columns = _column_lengths(GpuRow.__table__)
+    for name, limit in body.items():
+        if name in columns:
+            assert columns[name] is None or columns[name] == limit, (name, limit, columns[name])
+
+
+def test_price_csv_rows_get_the_limits_of_the_request_body() -> None:
+    from service.store.csv_format import parse_prices_csv
+
+    header = "gpu_id,provider,region,kind,usd,instance_type,gpus_per_instance,observed_at,source\n"
+    for cells, column in [
+        ("l4,p,r,spot,-1,i,1,2026-01-01,s", "usd"),
+        ("l4,p,r,spot,1e8,i,1,2026-01-01,s", "usd"),
+        ("l4,p,r,spot,1,i,2000,2026-01-01,s", "gpus_per_instance"),
+        ("l4,p," + "r" * 65 + ",spot,1,i,1,2026-01-01,s", "region"),
+        ("l4,p,r,spot,1," + "i" * 129 + ",1,2026-01-01,s", "instance_type"),
+        ("l4,p,r,spot,1,i,1,2026-01-01," + "s" * 2001, "source"),
+        ("l4,P Q,r,spot,1,i,1,2026-01-01,s", "provider"),
+    ]:
+        with pytest.raises(InvalidInput) as caught:
+            parse_prices_csv(header + cells + "\n")
+        assert caught.value.field == column, cells
+        assert caught.value.message.startswith(f"prices.csv line 2: {column}: ")
