@@ -13,7 +13,9 @@ from typing import Any
 
 import click
 import msgspec
+from litestar.exceptions import ClientException, SerializationException
 
+from service.api.json_body import checked_json
 from service.api.render import plan_flat, plan_text
 from service.api.schemas.estimate import (
     ESTIMATE_FIELDS,
@@ -63,11 +65,13 @@ async def _solve(settings: Settings, draft: PlanDraft) -> SolvedPlan:
 
 
 def _read_body(request_file: str) -> PlanRequestIn:
+    """The request file read as ``POST /v1/plans`` reads a body (same JSON checks, same
+    limits); a file that is not acceptable JSON stops with one line."""
     text = sys.stdin.read() if request_file == "-" else Path(request_file).read_text()
     try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        fail(f"--request is not JSON: {exc}", 2)
+        raw = checked_json(text.encode())
+    except (SerializationException, ClientException) as exc:
+        fail(f"--request is not acceptable JSON: {exc.detail}", 2)
     return body_from_data(PlanRequestIn, raw)
 
 

@@ -134,6 +134,27 @@ def test_import_refuses_what_the_http_endpoint_refuses_in_one_line(
     assert "examplecloud" not in run(["catalog", "export", "--gpu", "l4"], env).stdout
 
 
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ('{"model": "llama-3.1-8b", "model": "x"}', "key 'model' is given twice"),
+        ("[" * 1000 + "]" * 1000, "nesting deeper than 32"),
+        ('{"model": "llama-3.1-8b", "workload": {"qps": NaN}}', "workload.qps: NaN"),
+        ('{"model": "llama\\u0000", "workload": {"qps": 1}}', "NUL (U+0000) (model)"),
+    ],
+    ids=["duplicate-key", "deep", "nan", "nul"],
+)
+def test_a_request_file_gets_the_json_checks_of_the_http_api(
+    env: dict[str, str], tmp_path: Path, text: str, named: str
+) -> None:
+    path = tmp_path / "body.json"
+    path.write_text(text)
+    result = run(["plan", "--request", str(path)], env, check=False)
+    assert result.returncode == 2
+    assert result.stderr.startswith("gpuplan: ") and named in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
 def test_a_bad_setting_stops_the_command_naming_the_variable(env: dict[str, str]) -> None:
     result = run(["migrate"], {**env, "GPUPLAN_DATABASE_URL": "postgres://x"}, check=False)
     assert result.returncode == 2
