@@ -28,6 +28,7 @@ from service.api.controllers.catalog import CatalogController, PriceIngestContro
 from service.api.controllers.estimate import EstimateController, ModelsController
 from service.api.controllers.health import HealthController
 from service.api.controllers.plans import PlansController
+from service.api.controllers.price_import import PriceImportController
 from service.api.errors import EXCEPTION_HANDLERS
 from service.api.json_body import JsonRequest, refuse_nul_parameters
 from service.api.openapi_docs import ExactStructSchemaPlugin
@@ -46,6 +47,7 @@ from service.usecases.catalog import CatalogService
 from service.usecases.catalog_state import CatalogState
 from service.usecases.estimating import EstimatingService
 from service.usecases.planning import LOCAL_ENTRIES, PlanningService
+from service.usecases.price_import import PriceImportService
 from service.usecases.readiness import ReadinessCheck
 from service.usecases.solver_pool import SolverPool
 
@@ -69,6 +71,7 @@ class Services:
     metrics: Metrics
     planning: PlanningService
     estimating: EstimatingService
+    price_import: PriceImportService
 
 
 def _services(state: State) -> Services:
@@ -95,6 +98,10 @@ def provide_planning(state: State) -> PlanningService:
 
 def provide_estimating(state: State) -> EstimatingService:
     return _services(state).estimating
+
+
+def provide_price_import(state: State) -> PriceImportService:
+    return _services(state).price_import
 
 
 @get(
@@ -189,6 +196,9 @@ def create_app(
                 metrics=metrics,
                 planning=planning,
                 estimating=EstimatingService(state),
+                price_import=PriceImportService(
+                    repo, state, clock, timeout_s=settings.database_timeout_s
+                ),
             )
             log.info(
                 "gpuplan started",
@@ -213,7 +223,7 @@ def create_app(
 
     ingest_router = Router(
         path="/",
-        route_handlers=[PriceIngestController],
+        route_handlers=[PriceIngestController, PriceImportController],
         request_max_body_size=settings.max_ingest_body_bytes,
     )
     app = Litestar(
@@ -233,6 +243,7 @@ def create_app(
             "metrics": Provide(provide_metrics, sync_to_thread=False),
             "planning": Provide(provide_planning, sync_to_thread=False),
             "estimating": Provide(provide_estimating, sync_to_thread=False),
+            "price_import": Provide(provide_price_import, sync_to_thread=False),
         },
         exception_handlers=EXCEPTION_HANDLERS,
         request_class=JsonRequest,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 
 import click
 
@@ -165,25 +164,64 @@ def catalog() -> None:
 
 
 @catalog.command("import")
-@click.argument("csv_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-def catalog_import(csv_file: Path) -> None:
-    """Ingest price observations from CSV_FILE (same rules as POST /v1/prices).
+@click.argument("path_or_url")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["gpuplan", "skypilot"]),
+    default="gpuplan",
+    show_default=True,
+    help="gpuplan: our prices.csv columns. skypilot: a SkyPilot catalog vms.csv of one cloud.",
+)
+@click.option(
+    "--cloud",
+    default=None,
+    help="skypilot: the cloud the file prices (aws, azure, gcp, lambda, runpod); "
+    "default: the folder it is in (.../aws/vms.csv).",
+)
+@click.option(
+    "--observed-at",
+    default=None,
+    help="skypilot: when the prices were read (ISO 8601, e.g. 2026-12-01T06:00:00Z). Default: "
+    "now, or the date an earlier import of the same file was given (so it inserts nothing).",
+)
+@click.option("--source", default=None, help="skypilot: provenance text for every observation.")
+def catalog_import(
+    path_or_url: str, fmt: str, cloud: str | None, observed_at: str | None, source: str | None
+) -> None:
+    """Ingest price observations from PATH_OR_URL (a file, or an http(s) URL).
 
-    Columns: gpu_id,provider,region,kind,usd,instance_type,gpus_per_instance,observed_at,source.
+    \b
+    --format gpuplan (default), same rules as POST /v1/prices. Columns:
+      gpu_id,provider,region,kind,usd,instance_type,gpus_per_instance,observed_at,source
+    GPU ids or aliases are accepted.
+
+    \b
+    --format skypilot, same rules as POST /v1/prices/import: one cloud's SkyPilot catalog
+    vms.csv (catalogs/v7/<cloud>/vms.csv). Zones are merged into one offer per region (lowest
+    price), GCP host and accelerator prices are added, spot prices kept as kind spot; every row
+    left out or adjusted is counted by reason in the table printed.
+
     The whole file is one all-or-nothing transaction (a bad row or an outage writes nothing),
     idempotent on (gpu, provider, region, kind, instance type, observed_at): re-importing a
-    file inserts nothing new. GPU ids or aliases are accepted.
+    file inserts nothing new.
 
     \b
     Examples:
       gpuplan catalog import new-prices.csv
       gpuplan catalog export > all.csv && gpuplan catalog import all.csv   # inserts 0
+      gpuplan catalog import --format skypilot service/data/skypilot/aws/vms.csv
+      gpuplan catalog import --format skypilot --cloud lambda --observed-at 2026-12-01T06:00:00Z \\
+        https://raw.githubusercontent.com/skypilot-org/skypilot-catalog/master/catalogs/v7/lambda/vms.csv
     """
+    if fmt == "skypilot":
+        _import_catalog_file(path_or_url, cloud, observed_at, source)
+        return
     from service.domain.catalog import IngestResult
     from service.usecases.catalog_io import import_prices
 
     settings = _settings()
-    text = csv_file.read_text(encoding="utf-8")
+    text = _read_import_text(path_or_url)
     show = sys.stderr.isatty()
 
     def progress(done: int, total: int) -> None:
@@ -206,6 +244,54 @@ def catalog_import(csv_file: Path) -> None:
         f"inserted {result.inserted}, already present {result.already_present}; "
         f"catalog revision {result.revision}"
     )
+
+
+def _read_import_text(path_or_url: str) -> str:
+    from service.cli_import import read_text
+
+    try:
+        return read_text(path_or_url)
+    except (OSError, ValueError) as exc:
+        fail(f"cannot read {path_or_url}: {exc}")
+
+
+def _import_catalog_file(
+    path_or_url: str, cloud: str | None, observed_at: str | None, source: str | None
+) -> None:
+    from service.cli_import import cloud_from_location, summary
+    from service.domain.price_import import PriceImportResult
+    from service.store.csv_format import parse_timestamp
+    from service.usecases.price_import import CLOUDS, import_price_catalog
+
+    settings = _settings()
+    cloud = cloud or cloud_from_location(path_or_url, CLOUDS)
+    if cloud is None:
+        fail(f"name the cloud the file prices with --cloud ({', '.join(CLOUDS)})", 2)
+    moment = None
+    if observed_at is not None:
+        try:
+            moment = parse_timestamp(observed_at)
+        except ValueError as exc:
+            fail(f"--observed-at: {exc}", 2)
+    text = _read_import_text(path_or_url)
+
+    async def go() -> PriceImportResult:
+        async with open_repository(settings) as repo:
+            return await import_price_catalog(
+                repo,
+                text,
+                fmt="skypilot",
+                cloud=cloud,
+                observed_at=moment,
+                source=source,
+                now=datetime.now(UTC),
+            )
+
+    try:
+        result = run(go())
+    except Exception as exc:  # noqa: BLE001 - reported as a one-line error, not a traceback
+        fail(error_text(exc))
+    click.echo(summary(result, path_or_url))
 
 
 @catalog.command("export")

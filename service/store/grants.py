@@ -7,6 +7,8 @@ everything else, after every migration (so tables added later are covered):
 - ``gpus``: SELECT, INSERT, UPDATE (``PUT /v1/gpus/{id}`` creates or replaces a spec);
 - ``price_points``: SELECT, INSERT, and USAGE on its id sequence (append-only history: no
   UPDATE, DELETE or TRUNCATE, on top of the triggers);
+- ``price_imports``: SELECT, INSERT, and USAGE on its id sequence (``POST /v1/prices/import``
+  records each imported file);
 - ``catalog_state``: SELECT, UPDATE (the revision row, locked with ``SELECT ... FOR UPDATE``);
 - ``alembic_version``: SELECT (the startup check that the schema is at head).
 
@@ -24,21 +26,25 @@ TABLE_PRIVILEGES = {
     "alembic_version": "SELECT",
     "gpus": "SELECT, INSERT, UPDATE",
     "price_points": "SELECT, INSERT",
+    "price_imports": "SELECT, INSERT",
     "catalog_state": "SELECT, UPDATE",
 }
 
 
-def grant_statements(quoted_role: str, sequence: str | None) -> list[str]:
-    """The statements for ``quoted_role`` (already quoted as an SQL identifier); ``sequence``
-    is price_points' id sequence, when it has one."""
+SEQUENCE_TABLES = ("price_points", "price_imports")
+"""Tables whose id sequence the role may advance (the tables it inserts into)."""
+
+
+def grant_statements(quoted_role: str, sequences: list[str]) -> list[str]:
+    """The statements for ``quoted_role`` (already quoted as an SQL identifier); ``sequences``
+    are the id sequences of ``SEQUENCE_TABLES`` that exist."""
     statements = [
         f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {quoted_role}",
         f"REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM {quoted_role}",
         f"GRANT USAGE ON SCHEMA public TO {quoted_role}",
     ]
     statements += [f"GRANT {p} ON {t} TO {quoted_role}" for t, p in TABLE_PRIVILEGES.items()]
-    if sequence is not None:
-        statements.append(f"GRANT USAGE ON SEQUENCE {sequence} TO {quoted_role}")
+    statements += [f"GRANT USAGE ON SEQUENCE {s} TO {quoted_role}" for s in sequences]
     return statements
 
 
@@ -56,8 +62,12 @@ async def grant_service_role(engine: AsyncEngine, role: str) -> None:
                 f"role {role!r} (GPUPLAN_SERVICE_ROLE) does not exist: create it first "
                 "(deploy/postgres/service-role.sql)"
             )
-        sequence = await connection.scalar(
-            text("SELECT pg_get_serial_sequence('price_points', 'id')")
-        )
-        for statement in grant_statements(quoted, sequence):
+        sequences = []
+        for table in SEQUENCE_TABLES:
+            sequence = await connection.scalar(
+                text("SELECT pg_get_serial_sequence(:table, 'id')"), {"table": table}
+            )
+            if sequence is not None:
+                sequences.append(str(sequence))
+        for statement in grant_statements(quoted, sequences):
             await connection.execute(text(statement))

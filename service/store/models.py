@@ -185,3 +185,28 @@ class CatalogStateRow(Base):
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
     __table_args__ = (CheckConstraint("id = 1", name="single_row"),)
+
+
+class PriceImportRow(Base):
+    """One import of a provider's price catalog file (``gpuplan catalog import --format``,
+    ``POST /v1/prices/import``): the file's content hash and the ``observed_at`` its rows were
+    given. A later import of the same content without a date reuses that ``observed_at``, so
+    it inserts nothing; an import with a new date appends history."""
+
+    __tablename__ = "price_imports"
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
+    format: Mapped[str] = mapped_column(String(16))
+    provider: Mapped[str] = mapped_column(String(64))
+    content_sha256: Mapped[str] = mapped_column(String(64))
+    observed_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    imported_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    rows: Mapped[int] = mapped_column(Integer)
+    observations: Mapped[int] = mapped_column(Integer)
+    inserted: Mapped[int] = mapped_column(Integer)
+    revision: Mapped[int] = mapped_column(BigInteger)
+    source: Mapped[str] = mapped_column(Text)
+
+    __table_args__ = (
+        Index("ix_price_imports_content", "format", "provider", "content_sha256", "observed_at"),
+    )

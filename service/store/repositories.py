@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import and_, func, or_, select, update
@@ -30,15 +31,35 @@ from service.domain.catalog import (
     normalize_name,
 )
 from service.domain.errors import Conflict, UnknownGpu
+from service.domain.superseded import without_superseded
 from service.store.cursor import decode_cursor, encode_cursor
 from service.store.errors import outage_as_unavailable
-from service.store.models import CatalogStateRow, GpuRow, PricePointRow, UtcDateTime
+from service.store.models import (
+    CatalogStateRow,
+    GpuRow,
+    PriceImportRow,
+    PricePointRow,
+    UtcDateTime,
+)
 from service.store.rows import (
     gpu_from_row,
     gpu_to_row_values,
     price_from_row,
     price_to_row_values,
 )
+
+
+@dataclass(frozen=True, slots=True)
+class PriceImportRecord:
+    """What ``import_prices`` records about the imported file."""
+
+    format: str
+    provider: str
+    content_sha256: str
+    observed_at: datetime
+    rows: int
+    source: str
+
 
 _IDENTITY = ("gpu_id", "provider", "region", "kind", "instance_type", "observed_at")
 _INSERT_CHUNK = 1000
@@ -87,7 +108,7 @@ class CatalogRepository:
                 select(CatalogStateRow.revision).where(CatalogStateRow.id == 1)
             )
             gpu_rows = (await session.scalars(select(GpuRow).order_by(GpuRow.id))).all()
-            prices = await self._latest_prices(session, as_of)
+            prices = without_superseded(await self._latest_prices(session, as_of))
         return CatalogSnapshot(
             revision=int(revision or 0),
             gpus=tuple(gpu_from_row(r) for r in gpu_rows),
@@ -227,44 +248,107 @@ class CatalogRepository:
         bumped only when at least one row was inserted.
         """
         async with self._write() as session:
-            wanted = sorted({p.gpu_id for p in points})
-            known = set(
-                (await session.scalars(select(GpuRow.id).where(GpuRow.id.in_(wanted)))).all()
-            )
-            for index, point in enumerate(points):
-                if point.gpu_id not in known:
-                    all_ids = list((await session.scalars(select(GpuRow.id))).all())
-                    raise UnknownGpu(
-                        point.gpu_id,
-                        closest_names(point.gpu_id, all_ids),
-                        field=f"observations[{index}].gpu",
-                    )
-            current = await self._lock_revision(session)
-            revision = current + 1
-            inserted = 0
-            insert = pg_insert if self._dialect == "postgresql" else sqlite_insert
-            for start in range(0, len(points), _INSERT_CHUNK):
-                chunk = points[start : start + _INSERT_CHUNK]
-                stmt = (
-                    insert(PricePointRow)
-                    .values(
-                        [price_to_row_values(p, revision=revision, ingested_at=now) for p in chunk]
-                    )
-                    .on_conflict_do_nothing(index_elements=list(_IDENTITY))
-                    .returning(PricePointRow.id)
-                )
-                inserted += len((await session.execute(stmt)).all())
-                if progress is not None:
-                    progress(start + len(chunk), len(points))
-            if inserted:
-                await session.execute(
-                    update(CatalogStateRow)
-                    .where(CatalogStateRow.id == 1)
-                    .values(revision=revision, updated_at=now)
-                )
-            else:
-                revision = current
+            result = await self._append(session, points, now, progress)
             await session.commit()
+        return result
+
+    @outage_as_unavailable
+    async def imported_observed_at(
+        self, fmt: str, provider: str, content_sha256: str
+    ) -> datetime | None:
+        """The ``observed_at`` the earliest import of this file (same format, provider and
+        content hash) gave its rows, or ``None`` when it was never imported."""
+        i = PriceImportRow
+        async with self._sessions() as session:
+            value = await session.scalar(
+                select(func.min(i.observed_at)).where(
+                    i.format == fmt, i.provider == provider, i.content_sha256 == content_sha256
+                )
+            )
+        return UtcDateTime().process_result_value(_as_datetime(value), self._engine.dialect)
+
+    @outage_as_unavailable
+    async def import_prices(
+        self,
+        points: Sequence[PricePoint],
+        record: PriceImportRecord,
+        now: datetime,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> IngestResult:
+        """``ingest_prices`` for a whole imported file, recording the import (its content hash
+        and ``observed_at``) in the same transaction, unless the same file with the same date is
+        already recorded."""
+        async with self._write() as session:
+            result = await self._append(session, points, now, progress)
+            i = PriceImportRow
+            known = await session.scalar(
+                select(func.count()).where(
+                    i.format == record.format,
+                    i.provider == record.provider,
+                    i.content_sha256 == record.content_sha256,
+                    i.observed_at == record.observed_at,
+                )
+            )
+            if not known:
+                session.add(
+                    PriceImportRow(
+                        format=record.format,
+                        provider=record.provider,
+                        content_sha256=record.content_sha256,
+                        observed_at=record.observed_at,
+                        imported_at=now,
+                        rows=record.rows,
+                        observations=len(points),
+                        inserted=result.inserted,
+                        revision=result.revision,
+                        source=record.source,
+                    )
+                )
+            await session.commit()
+        return result
+
+    async def _append(
+        self,
+        session: AsyncSession,
+        points: Sequence[PricePoint],
+        now: datetime,
+        progress: Callable[[int, int], None] | None,
+    ) -> IngestResult:
+        """Insert the new observations of ``points`` and bump the revision when any was new
+        (the caller commits)."""
+        wanted = sorted({p.gpu_id for p in points})
+        known = set((await session.scalars(select(GpuRow.id).where(GpuRow.id.in_(wanted)))).all())
+        for index, point in enumerate(points):
+            if point.gpu_id not in known:
+                all_ids = list((await session.scalars(select(GpuRow.id))).all())
+                raise UnknownGpu(
+                    point.gpu_id,
+                    closest_names(point.gpu_id, all_ids),
+                    field=f"observations[{index}].gpu",
+                )
+        current = await self._lock_revision(session)
+        revision = current + 1
+        inserted = 0
+        insert = pg_insert if self._dialect == "postgresql" else sqlite_insert
+        for start in range(0, len(points), _INSERT_CHUNK):
+            chunk = points[start : start + _INSERT_CHUNK]
+            stmt = (
+                insert(PricePointRow)
+                .values([price_to_row_values(p, revision=revision, ingested_at=now) for p in chunk])
+                .on_conflict_do_nothing(index_elements=list(_IDENTITY))
+                .returning(PricePointRow.id)
+            )
+            inserted += len((await session.execute(stmt)).all())
+            if progress is not None:
+                progress(start + len(chunk), len(points))
+        if inserted:
+            await session.execute(
+                update(CatalogStateRow)
+                .where(CatalogStateRow.id == 1)
+                .values(revision=revision, updated_at=now)
+            )
+        else:
+            revision = current
         return IngestResult(inserted, len(points) - inserted, revision)
 
     # ---- helpers -----------------------------------------------------------------------

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import OTHER_KEY, Client, admin
+from tests.support.seed import seeded_price_count
 
 pytestmark = pytest.mark.integration
 
@@ -20,6 +21,8 @@ ALL_IDS = {
     *("rtx-a6000", "rtx-a4000", "rtx-6000-ada", "rtx-4000-ada", "rtx-pro-6000-blackwell"),
     *("quadro-rtx-4000", "quadro-p6000", "l40s", "l40", "l4", "a10g", "a10", "t4"),
     *("v100-sxm2-32gb", "v100-pcie-16gb", "mi300x", "mi325x", "gaudi3"),
+    *("a40", "rtx-3090", "rtx-4090", "rtx-a4500", "rtx-a5000", "quadro-rtx-6000", "gh200"),
+    *("p100-pcie-16gb", "p4"),
 }
 
 
@@ -93,7 +96,10 @@ async def test_every_priced_gpu_lists_a_price(client: Client) -> None:
         ({"min_memory_gb": 150}, {"b200", "gb200", "mi300x", "mi325x"}),
         (
             {"has_nvlink": "true", "form_factor": "pcie"},
-            {"h100-pcie", "h100-nvl", "h200-nvl", "a100-pcie-80gb", "a100-pcie-40gb", "rtx-a6000"},
+            {
+                *("h100-pcie", "h100-nvl", "h200-nvl", "a100-pcie-80gb", "a100-pcie-40gb"),
+                *("rtx-a6000", "rtx-a5000", "rtx-a4500", "a40", "rtx-3090", "quadro-rtx-6000"),
+            },
         ),
     ],
 )
@@ -391,7 +397,7 @@ async def test_bad_cursor_and_naive_since_are_422(client: Client) -> None:
 async def test_catalog_summary(client: Client) -> None:
     body = (await client.get("/v1/catalog")).json()
     assert body["gpus"] == len(ALL_IDS)
-    assert body["price_points"] == 113
+    assert body["price_points"] == seeded_price_count()
     assert body["newest_observed_at"] == "2026-06-03T00:00:00Z"
     assert body["catalog_revision"] >= 1
 

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from service.store.migrate import head_revision
+from tests.support.seed import seeded_price_count
 
 pytestmark = pytest.mark.integration
 
@@ -61,11 +62,11 @@ def test_migrate_then_export_and_reimport_is_idempotent(
     exported = run(["catalog", "export"], env).stdout
     lines = exported.strip().splitlines()
     assert lines[0].startswith("gpu_id,provider,region,kind,usd")
-    assert len(lines) == 114
+    assert len(lines) == seeded_price_count() + 1
     path = tmp_path / "all.csv"
     path.write_text(exported)
     again = run(["catalog", "import", str(path)], env).stdout
-    assert f"inserted 0, already present 113; catalog revision {seeded}" in again
+    assert f"inserted 0, already present {seeded_price_count()}; catalog revision {seeded}" in again
     assert catalog_revision(env) == seeded
 
 
@@ -132,6 +133,101 @@ def test_import_refuses_what_the_http_endpoint_refuses_in_one_line(
     assert len(result.stderr.strip().splitlines()) == 1
     assert "SQL" not in result.stderr and "Traceback" not in result.stderr
     assert "examplecloud" not in run(["catalog", "export", "--gpu", "l4"], env).stdout
+
+
+SKYPILOT = Path(__file__).parents[2] / "service" / "data" / "skypilot"
+
+
+def test_skypilot_import_end_to_end_reports_what_it_left_out_and_is_idempotent(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    run(["migrate"], env)
+    seeded = catalog_revision(env)
+    bundled = str(SKYPILOT / "aws" / "vms.csv")
+    again = run(["catalog", "import", "--format", "skypilot", bundled], env).stdout
+    assert "observed_at 2025-04-01T00:00:00Z (this file was imported before" in again
+    assert "inserted 0, already present 987;" in again  # seeded by the migration
+    dated = ["catalog", "import", "--format", "skypilot", "--observed-at", "2026-11-30", bundled]
+    first = run(dated, env).stdout
+    assert f"inserted 987, already present 0; catalog revision {seeded + 1}" in first
+    assert "rows 1296; offers: on_demand 494, spot 493" in first
+    table = first.split("skipped", 1)[1]
+    for reason in ("no_spot_price", "no_on_demand_price", "no_price", "spot_equals_on_demand"):
+        assert f"\n{reason} " in table, reason
+    assert "zone_listed_twice" in table and "zones_merged" in table
+    second = run(dated, env).stdout
+    assert f"inserted 0, already present 987; catalog revision {seeded + 1}" in second
+    p4de = run(["catalog", "export", "--gpu", "a100-sxm-80gb"], env).stdout
+    assert "aws,us-east-1,spot,0.582862,p4de.24xlarge,8,2026-11-30T00:00:00Z" in p4de
+
+
+def test_skypilot_import_from_a_url(env: dict[str, str], tmp_path: Path) -> None:
+    served = tmp_path / "catalogs" / "v7" / "lambda"
+    served.mkdir(parents=True)
+    edited = (SKYPILOT / "lambda" / "vms.csv").read_text().replace(",0.75,", ",0.74,")
+    (served / "vms.csv").write_text(edited)
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/catalogs/v7/lambda/vms.csv"
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                httpx.get(url, timeout=1)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        out = run(["catalog", "import", "--format", "skypilot", url], env).stdout
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert "imported lambda prices from http://127.0.0.1" in out  # cloud taken from the path
+    assert "inserted 306, already present 0" in out
+
+
+def test_skypilot_import_refusals_are_one_line_and_write_nothing(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    run(["migrate"], env)
+    seeded = catalog_revision(env)
+    loose = tmp_path / "prices.csv"
+    loose.write_text((SKYPILOT / "lambda" / "vms.csv").read_text())
+    nameless = run(["catalog", "import", "--format", "skypilot", str(loose)], env, check=False)
+    assert nameless.returncode == 2 and "--cloud" in nameless.stderr
+    header, first, *_ = loose.read_text().splitlines()
+    loose.write_text(f"{header}\n{first}\ngpu_1x_a10,A10,1.0,30.0,200.0,n/a,us-east-1,A10,\n")
+    bad = run(
+        ["catalog", "import", "--format", "skypilot", "--cloud", "lambda", str(loose)],
+        env,
+        check=False,
+    )
+    assert bad.returncode == 1
+    assert "line 3: Price: 'n/a' is not a number (Price)" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    late = run(
+        [
+            "catalog",
+            "import",
+            "--format",
+            "skypilot",
+            "--cloud",
+            "lambda",
+            "--observed-at",
+            "tomorrow",
+            str(loose),
+        ],
+        env,
+        check=False,
+    )
+    assert late.returncode == 2 and "--observed-at" in late.stderr
+    assert catalog_revision(env) == seeded
 
 
 @pytest.mark.parametrize(

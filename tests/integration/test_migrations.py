@@ -6,12 +6,13 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.operations import Operations
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, TextClause, bindparam, text
 
 from service.store.database import create_engine
 from service.store.migrate import current_revision, head_revision, upgrade
 from service.store.migrations.backfill import fill_gpu_column
 from service.store.models import Base
+from tests.support.seed import hand_entered_count, seeded_gpu_count, seeded_price_count
 
 pytestmark = pytest.mark.integration
 
@@ -36,11 +37,12 @@ async def test_upgrade_empty_database_to_head_without_drift(empty_database_url: 
             ).all()
             gpus = await connection.scalar(text("SELECT count(*) FROM gpus"))
             prices = await connection.scalar(text("SELECT count(*) FROM price_points"))
-        assert (gpus, prices) == (29, 113)
-        # The seed is revision 1; a later migration that fills a new spec field for the bundled
-        # GPUs is one more catalog write (backfill.fill_gpu_column).
-        assert [r for (r,) in price_revisions] == [1]
-        assert revision == newest_gpu >= 1
+        assert (gpus, prices) == (seeded_gpu_count(), seeded_price_count())
+        assert prices > 3000  # the SkyPilot snapshot (0005) on top of prices.csv (0002)
+        # The seed is revision 1, the SkyPilot snapshot one more catalog write; a later
+        # migration that fills a new spec field (backfill.fill_gpu_column) is one more each.
+        assert sorted(r for (r,) in price_revisions) == [1, 2]
+        assert 1 <= newest_gpu <= revision and revision >= 2
         await upgrade(engine)  # a second run is a no-op
         assert await current_revision(engine) == head_revision()
     finally:
@@ -61,7 +63,8 @@ async def test_price_points_are_append_only(empty_database_url: str) -> None:
                 async with engine.begin() as connection:
                     await connection.execute(text(statement))
         async with engine.connect() as connection:
-            assert await connection.scalar(text("SELECT count(*) FROM price_points")) == 113
+            count = await connection.scalar(text("SELECT count(*) FROM price_points"))
+            assert count == seeded_price_count()
     finally:
         await engine.dispose()
 
@@ -91,5 +94,54 @@ async def test_a_new_spec_column_is_filled_from_the_bundled_csv(empty_database_u
         assert after == before + 1
         assert tuple(h100) == (700.0, after)
         assert unset == 0  # every bundled GPU publishes its power
+    finally:
+        await engine.dispose()
+
+
+SNAPSHOT_GPUS = ("a40", "rtx-3090", "rtx-4090", "gh200", "p100-pcie-16gb")
+
+
+async def test_the_snapshot_migration_adds_the_gpus_an_older_seed_lacks(
+    empty_database_url: str,
+) -> None:
+    """A database seeded before the snapshot's GPUs were in gpus.csv gets them from 0005,
+    with the revision of that write, and their offers; a re-run inserts nothing twice."""
+    engine = create_engine(empty_database_url)
+    ids = {"ids": list(SNAPSHOT_GPUS)}
+
+    def among(sql: str) -> TextClause:
+        return text(sql).bindparams(bindparam("ids", expanding=True))
+
+    try:
+        await upgrade(engine, "0004")
+        async with engine.begin() as connection:
+            await connection.execute(among("DELETE FROM gpus WHERE id IN :ids"), ids)
+            before = await connection.scalar(text("SELECT revision FROM catalog_state"))
+            assert await connection.scalar(text("SELECT count(*) FROM price_points")) == (
+                hand_entered_count()
+            )
+        await upgrade(engine)
+        async with engine.connect() as connection:
+            after = await connection.scalar(text("SELECT revision FROM catalog_state"))
+            added = (
+                await connection.execute(
+                    among("SELECT id, revision FROM gpus WHERE id IN :ids"), ids
+                )
+            ).all()
+            priced = await connection.scalar(
+                among("SELECT count(DISTINCT gpu_id) FROM price_points WHERE gpu_id IN :ids"), ids
+            )
+            imports = (
+                await connection.execute(
+                    text("SELECT provider, rows, inserted FROM price_imports ORDER BY provider")
+                )
+            ).all()
+            prices = await connection.scalar(text("SELECT count(*) FROM price_points"))
+        assert after == before + 1
+        assert sorted(added) == sorted((g, after) for g in SNAPSHOT_GPUS)
+        assert priced == len(SNAPSHOT_GPUS)
+        assert [p for p, _, _ in imports] == ["aws", "azure", "gcp", "lambda", "runpod"]
+        assert all(rows > 100 and inserted > 100 for _, rows, inserted in imports)
+        assert prices == seeded_price_count()
     finally:
         await engine.dispose()

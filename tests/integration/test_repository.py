@@ -13,6 +13,7 @@ from service.domain.catalog import PricePoint
 from service.domain.errors import InvalidInput
 from service.store.errors import ValueRefused
 from service.store.repositories import CatalogRepository
+from tests.support.seed import seeded_price_count
 
 pytestmark = pytest.mark.integration
 
@@ -67,7 +68,7 @@ async def test_concurrent_ingests_get_distinct_growing_revisions(engine: AsyncEn
     assert all(r.inserted == 2 for r in results)
     assert await repo.revision() == start + 12
     history = await repo.summary()
-    assert history.price_points == 113 + 24
+    assert history.price_points == seeded_price_count() + 24
 
 
 async def test_duplicate_rows_inside_one_batch_count_once(engine: AsyncEngine) -> None:

@@ -1,0 +1,93 @@
+"""Seed the bundled SkyPilot snapshot (service/data/skypilot/): thousands of real offers.
+
+One catalog write: the revision moves on; the GPUs of ``gpus.csv`` the database lacks (added
+for this snapshot: A40, RTX 3090 ...) are inserted, then every offer of the five files, each
+file recorded in ``price_imports`` so importing it again (``gpuplan catalog import --format
+skypilot``) inserts nothing. Observations already stored (the Azure rows of ``prices.csv`` come
+from the same file and date) are left as they are: history is append-only.
+
+Revision ID: 0005
+Revises: 0004
+Create Date: 2026-12-01
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from alembic import op
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from service.store.csv_format import bundled_text, parse_gpus_csv
+from service.store.models import CatalogStateRow, GpuRow, PriceImportRow, PricePointRow
+from service.store.rows import gpu_to_row_values, price_to_row_values
+from service.store.skypilot_seed import bundled_imports
+
+revision = "0005"
+down_revision = "0004"
+branch_labels = None
+depends_on = None
+
+_IDENTITY = ["gpu_id", "provider", "region", "kind", "instance_type", "observed_at"]
+_CHUNK = 500
+
+
+def upgrade() -> None:
+    bind = op.get_bind()
+    now = datetime.now(UTC)
+    current = bind.scalar(sa.select(CatalogStateRow.revision).where(CatalogStateRow.id == 1))
+    new_revision = int(current or 0) + 1
+    bind.execute(
+        sa.update(CatalogStateRow)
+        .where(CatalogStateRow.id == 1)
+        .values(revision=new_revision, updated_at=now)
+    )
+    gpus = {g.id: g for g in parse_gpus_csv(bundled_text("gpus.csv"))}
+    present_ids = set(bind.scalars(sa.select(GpuRow.id)).all())
+    columns = {c["name"] for c in sa.inspect(bind).get_columns("gpus")}
+    missing = [
+        {
+            k: v
+            for k, v in gpu_to_row_values(g, revision=new_revision, updated_at=now).items()
+            if k in columns
+        }
+        for gid, g in gpus.items()
+        if gid not in present_ids
+    ]
+    if missing:
+        op.bulk_insert(GpuRow.__table__, missing)
+    insert = pg_insert if bind.dialect.name == "postgresql" else sqlite_insert
+    for item in bundled_imports(gpus):
+        values = [
+            price_to_row_values(p, revision=new_revision, ingested_at=now)
+            for p in item.parsed.points
+        ]
+        inserted = 0
+        for start in range(0, len(values), _CHUNK):
+            stmt = (
+                insert(PricePointRow)
+                .values(values[start : start + _CHUNK])
+                .on_conflict_do_nothing(index_elements=_IDENTITY)
+                .returning(PricePointRow.id)
+            )
+            inserted += len(bind.execute(stmt).all())
+        bind.execute(
+            sa.insert(PriceImportRow).values(
+                format="skypilot",
+                provider=item.file.cloud,
+                content_sha256=item.content_sha256,
+                observed_at=item.file.observed_at,
+                imported_at=now,
+                rows=item.parsed.rows,
+                observations=len(values),
+                inserted=inserted,
+                revision=new_revision,
+                source=item.file.source,
+            )
+        )
+
+
+def downgrade() -> None:
+    raise RuntimeError("seeded prices are append-only history; restore from a backup instead")
