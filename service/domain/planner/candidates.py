@@ -1,17 +1,19 @@
 """Candidates: every allowed (GPU, tensor-parallel degree, price offer) as a solver option,
 with per-bucket capacity from the performance model; GPUs with no usable option are rejected
-with the reason."""
+with the reason. Of the offers of one GPU and instance shape only the cheapest becomes an
+option (``offers.cheapest_per_shape``), and at each tensor-parallel degree an instance that
+smaller, no dearer instances split exactly is left out (``_split_is_cheaper``)."""
 
 from dataclasses import dataclass
 
-from service.domain.catalog import CatalogSnapshot, GpuSpec
+from service.domain.catalog import CatalogSnapshot, GpuSpec, PricePoint
 from service.domain.perfmodel import (
     Capacity,
     Deployment,
     RequestShape,
     max_qps_under_slo,
 )
-from service.domain.planner.offers import Offer, offers_for
+from service.domain.planner.offers import Offer, cheapest_per_shape, offers_for
 from service.domain.planner.request import PlanRequest
 from service.domain.planner.result import Rejection
 from service.domain.solver import (
@@ -68,8 +70,12 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
     items: dict[str, Candidate] = {}
     rejected: dict[str, Rejection] = {}
     gpus = allowed_gpus(request, snapshot)
+    prices_of: dict[str, list[PricePoint]] = {}
+    for price in snapshot.prices:
+        prices_of.setdefault(price.gpu_id, []).append(price)
     for gpu in gpus:
-        offers, why = offers_for(gpu, snapshot.prices, c)
+        allowed, why = offers_for(gpu, prices_of.get(gpu.id, ()), c)
+        offers = cheapest_per_shape(allowed)
         if not offers:
             rejected[gpu.id] = Rejection(gpu.id, "no_price", why or "no price")
             continue
@@ -98,7 +104,11 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
                 else:
                     slo_reason = f"tensor_parallel={tp}: {reason}"
                 continue
-            units = [(offer, offer.unit(tp)) for offer in offers]
+            units = [
+                (offer, offer.unit(tp))
+                for offer in offers
+                if not _split_is_cheaper(offer, offers, tp)
+            ]
             usable = [(o, u) for o, u in units if u is not None]
             if not usable:
                 largest = max(o.cards_per_instance for o in offers)
@@ -129,6 +139,21 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
                 gpu, slo_reason, shape_reason, fit_reason, topology_limited
             )
     return Candidates(items, rejected, tuple(g.id for g in gpus))
+
+
+def _split_is_cheaper(offer: Offer, offers: list[Offer], tp: int) -> bool:
+    """Whether a smaller instance of the same GPU hosts replicas of ``tp`` cards at no higher
+    price per card and divides ``offer``'s instance exactly: then ``k`` of it give the same
+    replicas as one ``offer`` for no more money, in finer steps, so ``offer`` is never needed
+    at this tensor-parallel degree (it may still be at a larger one)."""
+    size = offer.cards_per_instance
+    return size > 0 and any(
+        0 < o.cards_per_instance < size
+        and o.cards_per_instance % tp == 0
+        and size % o.cards_per_instance == 0
+        and o.usd_per_card_hour <= offer.usd_per_card_hour
+        for o in offers
+    )
 
 
 def rejection(

@@ -109,3 +109,26 @@ def offers_for(
     if not offers:
         return [], "no TDP figure to cost the power of owned cards"
     return offers, None
+
+
+def cheapest_per_shape(offers: list[Offer]) -> list[Offer]:
+    """The cheapest offer of each instance shape (cards per instance; 0 for owned cards).
+
+    Two offers of one GPU with the same shape give the solver identical units (same cards, same
+    replicas, same capacity) at different prices, and there is no limit on how many units of an
+    offer a fleet may buy, so the dearer one is never in a cheapest fleet: it is left out before
+    the MILP, which keeps the problem small on a catalog of thousands of offers. Offers of
+    different shapes are all kept (a smaller instance is a finer step; a larger one may be the
+    only home of a tensor-parallel group). Ties go to the first by provider, region and instance
+    type, so the result does not depend on the input order.
+    """
+    best: dict[int, Offer] = {}
+    for offer in offers:
+        held = best.get(offer.cards_per_instance)
+        if held is None or _rank(offer) < _rank(held):
+            best[offer.cards_per_instance] = offer
+    return [best[shape] for shape in sorted(best)]
+
+
+def _rank(offer: Offer) -> tuple[float, str, str, str]:
+    return (offer.usd_per_card_hour, offer.provider, offer.region, offer.instance_type)
