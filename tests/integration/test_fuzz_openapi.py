@@ -36,13 +36,17 @@ response headers yet, so ``response_headers_conformance`` guards future ones.
 Failures are collected rather than raised at the first one, so a run lists every distinct
 defect per operation with a reproduction of the exact request; Hypothesis never shrinks, which
 keeps the module bounded (~1,300 requests, well under a minute). Generation is derandomised, so
-CI sends the same requests each run; the last test prints how many went to each operation and
-fails below 1,000.
+CI sends the same requests each run; the last test prints how many went to each operation, and
+how many were answered 5xx, and fails below 1,000.
+
+``make fuzz`` runs the same tests longer (``GPUPLAN_TEST_FUZZ_EXAMPLES=250``,
+``GPUPLAN_TEST_FUZZ_MIN_REQUESTS=5000``): at least 5,000 requests, with zero 5xx required.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -102,8 +106,9 @@ FUZZ_CASES = [
 
 # Per (operation, mode). Parameterless operations stop once Hypothesis has tried every input
 # (one request); the other 22 (operation, mode) pairs send this many: ~1,300 requests in all.
-MAX_EXAMPLES = 60
-MIN_REQUESTS = 1_000
+# ``make fuzz`` raises both (see the module docstring).
+MAX_EXAMPLES = int(os.environ.get("GPUPLAN_TEST_FUZZ_EXAMPLES", "60"))
+MIN_REQUESTS = int(os.environ.get("GPUPLAN_TEST_FUZZ_MIN_REQUESTS", "1000"))
 REQUEST_TIMEOUT_S = 30.0
 
 # Credentials for admin writes, in turn (case i gets WRITE_AUTH[i % 6]): the admin key on half
@@ -389,11 +394,11 @@ def test_rate_limited_writes_answer_a_documented_429(
     assert not reports, "\n\n".join(reports)
 
 
-def test_at_least_1000_requests_across_all_operations(
+def test_enough_requests_across_all_operations(
     ledger: FuzzLedger, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Runs last: the fuzz tests above sent at least ``MIN_REQUESTS`` requests, some to every
-    operation (a table of them is printed)."""
+    operation (a table of them is printed), and none was answered 5xx."""
     fuzz_items = [i for i in request.session.items if i.name.startswith("test_operation_conforms")]
     if len(fuzz_items) < len(FUZZ_CASES):
         pytest.skip("counts the whole fuzz run: select every test of this module")
@@ -402,3 +407,4 @@ def test_at_least_1000_requests_across_all_operations(
     silent = [f"{op} {m.value}" for op, m in FUZZ_CASES if not ledger.statuses(op, m.value)]
     assert not silent, f"no request was sent for: {silent}"
     assert ledger.total() >= MIN_REQUESTS, ledger.table()
+    assert ledger.server_errors() == 0, ledger.table()

@@ -64,6 +64,10 @@ class FuzzLedger:
             if operation_id is None or op == operation_id
         )
 
+    def server_errors(self) -> int:
+        """Requests answered 5xx, over every operation and mode."""
+        return sum(n for statuses in self.sent.values() for s, n in statuses.items() if s >= 500)
+
     def statuses(self, operation_id: str, mode: str | None = None) -> Counter[int]:
         merged: Counter[int] = Counter()
         for (op, m), statuses in self.sent.items():
@@ -124,6 +128,7 @@ class FuzzLedger:
             by_status = ", ".join(f"{s}: {n}" for s, n in sorted(statuses.items()))
             rows.append(f"{op:<18} {mode:<9} {sum(statuses.values()):>5}  {by_status}")
         rows.append(f"{'total':<28} {self.total():>5}")
+        rows.append(f"{'answered 5xx':<28} {self.server_errors():>5}")
         return "\n".join(rows)
 
 
