@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Literal
 
 import msgspec
@@ -39,13 +40,19 @@ def _num(value: float | None, digits: int = 1) -> str:
     return "-" if value is None or value < 0 else f"{value:,.{digits}f}"
 
 
+def _date(value: datetime | None) -> str:
+    return value.date().isoformat() if value else "-"
+
+
 def _line_cells(line: FleetLineOut) -> list[str]:
     where = f"{line.provider}/{line.region}"
     return [
         line.gpu,
         str(line.tensor_parallel),
         where,
+        line.provider_kind,
         line.instance_type,
+        _date(line.price_observed_at),
         str(line.replicas),
         str(line.cards),
         _money(line.usd_per_hour),
@@ -71,7 +78,12 @@ def plan_text(plan: PlanOut, *, stale: bool = False) -> str:
     lines = [
         f"gpuplan plan {plan.plan_id}",
         f"status: {plan.status}   catalog revision: {plan.catalog_revision}   prices as of: "
-        f"{plan.prices_as_of.date().isoformat() if plan.prices_as_of else '-'}"
+        f"{_date(plan.prices_as_of)}"
+        + (
+            f"   oldest price used: {_date(plan.oldest_price_observed_at)}"
+            if plan.oldest_price_observed_at
+            else ""
+        )
         + ("   (catalog may be stale: database unreachable)" if stale else ""),
         f"model: {model} {req.precision} on {req.engine}   load: {req.workload['qps']:g} req/s"
         + (
@@ -86,7 +98,9 @@ def plan_text(plan: PlanOut, *, stale: bool = False) -> str:
         "GPU",
         "TP",
         "WHERE",
+        "KIND",
         "INSTANCE",
+        "OBSERVED",
         "REPLICAS",
         "CARDS",
         "USD/H",
@@ -96,13 +110,15 @@ def plan_text(plan: PlanOut, *, stale: bool = False) -> str:
         f"TTFT {pct}",
         f"TPOT {pct}",
     ]
-    right = {1, 4, 5, 6, 7, 8, 9, 10, 11}
+    right = {1, 6, 7, 8, 9, 10, 11, 12, 13}
     if plan.fleet:
         lines.append("FLEET (load and capacity in req/s; latencies in ms)")
         rows = [_line_cells(line) for line in plan.fleet]
         rows.append(
             [
                 "TOTAL",
+                "",
+                "",
                 "",
                 "",
                 "",
@@ -169,6 +185,9 @@ def plan_flat(plan: PlanOut) -> dict[str, str]:
         "status": plan.status,
         "catalog_revision": s(plan.catalog_revision),
         "prices_as_of": s(plan.prices_as_of.isoformat() if plan.prices_as_of else None),
+        "oldest_price_observed_at": s(
+            plan.oldest_price_observed_at.isoformat() if plan.oldest_price_observed_at else None
+        ),
         "usd_per_hour": s(plan.usd_per_hour),
         "usd_per_month": s(plan.usd_per_month),
         "usd_per_million_output_tokens": s(plan.usd_per_million_output_tokens),
@@ -194,8 +213,11 @@ def plan_flat(plan: PlanOut) -> dict[str, str]:
             "ttft_ms",
             "tpot_ms",
             "utilization",
+            "provider_kind",
         ):
             flat[f"{field}_{i}"] = s(getattr(line, field))
+        observed = line.price_observed_at
+        flat[f"price_observed_at_{i}"] = s(observed.isoformat() if observed else None)
     return flat
 
 

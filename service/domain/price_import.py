@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Literal, get_args
 
 from service.domain.catalog import PricePoint
 
@@ -18,9 +18,13 @@ ImportScope = Literal["row", "price"]
 """``row``: the whole source row added nothing. ``price``: one of the row's two prices
 (on-demand, spot) was left out; the other was used."""
 
-IMPORT_FORMATS = ("skypilot",)
+ImportFormat = Literal["skypilot"]
 """Price-catalog formats ``gpuplan catalog import --format`` and ``POST /v1/prices/import``
 read (besides gpuplan's own ``prices.csv``)."""
+IMPORT_FORMATS: tuple[ImportFormat, ...] = get_args(ImportFormat)
+SkyPilotCloud = Literal["aws", "azure", "gcp", "lambda", "runpod"]
+"""Clouds whose SkyPilot ``vms.csv`` layout the importer reads."""
+SKYPILOT_CLOUDS: tuple[SkyPilotCloud, ...] = get_args(SkyPilotCloud)
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,11 +37,13 @@ from datetime import datetime
 
 from service.domain.catalog import GpuSpec, PricePoint, build_alias_index, normalize_name
 from service.domain.errors import InvalidInput
-from service.domain.price_import import ImportScope, ImportTally, ParsedCatalog
+from service.domain.price_import import (
+    SKYPILOT_CLOUDS,
+    ImportScope,
+    ImportTally,
+    ParsedCatalog,
+)
 from service.domain.vocabulary import PriceKindName
-
-SKYPILOT_CLOUDS = ("aws", "azure", "gcp", "lambda", "runpod")
-"""Clouds whose v7 ``vms.csv`` layout this module reads (column order does not matter)."""
 
 BASE_COLUMNS = (
     "InstanceType",

@@ -17,9 +17,9 @@ from typing import TypeVar
 
 from service.domain.catalog import SOURCE_MAX_LENGTH
 from service.domain.errors import InvalidInput
-from service.domain.price_import import IMPORT_FORMATS, PriceImportResult
+from service.domain.price_import import IMPORT_FORMATS, SKYPILOT_CLOUDS, PriceImportResult
 from service.store.repositories import CatalogRepository, PriceImportRecord
-from service.store.skypilot_format import SKYPILOT_CLOUDS, parse_skypilot_csv
+from service.store.skypilot_format import parse_skypilot_csv
 from service.store.skypilot_seed import content_sha256
 from service.usecases.catalog_state import CatalogState
 from service.usecases.errors import ServiceUnavailable, with_database

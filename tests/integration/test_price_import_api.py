@@ -100,8 +100,8 @@ async def test_each_import_with_a_new_observed_at_appends_history(client: Client
     ("content", "params", "field", "message"),
     [
         (b"gpu_id,provider\nh100,x\n", {"cloud": "aws"}, "header", "missing columns"),
-        (body("aws"), {"cloud": "oracle"}, "cloud", "unknown cloud"),
-        (body("aws"), {"cloud": "aws", "format": "vast"}, "format", "unknown format"),
+        (body("aws"), {"cloud": "oracle"}, "cloud", "Invalid enum value 'oracle'"),
+        (body("aws"), {"cloud": "aws", "format": "vast"}, "format", "Invalid enum value 'vast'"),
         (b"", {"cloud": "aws"}, "body", "empty"),
         (b"\xff\xfe\x00bad", {"cloud": "aws"}, "body", "not UTF-8"),
         (

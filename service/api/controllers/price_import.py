@@ -32,7 +32,7 @@ from service.api.openapi_docs import problems, success
 from service.api.schemas.common import Problem
 from service.api.schemas.price_import import PriceImportOut
 from service.domain.errors import InvalidInput
-from service.domain.price_import import IMPORT_FORMATS
+from service.domain.price_import import IMPORT_FORMATS, ImportFormat, SkyPilotCloud
 from service.usecases.price_import import CLOUDS, SOURCE_LABEL_MAX, PriceImportService
 
 CSV_MEDIA_TYPES = ("text/csv", "text/plain", "application/octet-stream")
@@ -143,25 +143,22 @@ class PriceImportController(Controller):
         request: Request[Any, Any, Any],
         price_import: NamedDependency[PriceImportService],
         cloud: Annotated[
-            str,
+            SkyPilotCloud,
             QueryParameter(
-                max_length=32,
                 description=f"The cloud the file prices: {', '.join(CLOUDS)}.",
+                examples=[Example(summary="AWS", value="aws")],
             ),
         ],
-        fmt: Annotated[
-            str,
-            QueryParameter(
-                name="format",
-                max_length=32,
-                description=f"Source format: {', '.join(IMPORT_FORMATS)}.",
-            ),
+        format: Annotated[  # the query parameter is named format
+            ImportFormat,
+            QueryParameter(description=f"Source format: {', '.join(IMPORT_FORMATS)}."),
         ] = "skypilot",
         observed_at: Annotated[
             datetime | None,
             QueryParameter(
                 description="When the prices were read (ISO 8601 with zone). Default: now, or "
-                "the date an earlier import of the same file was given (so it inserts nothing)."
+                "the date an earlier import of the same file was given (so it inserts nothing).",
+                examples=[Example(summary="A morning read", value="2026-12-01T06:00:00Z")],
             ),
         ] = None,
         source: Annotated[
@@ -185,9 +182,9 @@ class PriceImportController(Controller):
             )
         text = _body_text(request, await request.body())
         result = await price_import.import_catalog(
-            text, fmt=fmt, cloud=cloud, observed_at=observed_at, source=source
+            text, fmt=format, cloud=cloud, observed_at=observed_at, source=source
         )
         return Response(
-            PriceImportOut.from_domain(fmt, result),
+            PriceImportOut.from_domain(format, result),
             headers=catalog_headers(result.revision, False),
         )

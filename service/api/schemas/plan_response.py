@@ -18,6 +18,7 @@ from service.domain.planner import (
     SolvedPlan,
     canonical_document,
 )
+from service.domain.providers import ProviderKind
 from service.domain.vocabulary import PlanStatusName
 
 
@@ -68,6 +69,16 @@ class FleetLineOut(WireOut, kw_only=True):
     tpot_ms: float
     utilization: Share
     buckets: list[BucketLoadOut]
+    provider_kind: Annotated[
+        ProviderKind,
+        Meta(
+            description="hyperscaler (AWS, GCP, Azure), gpu_cloud (Lambda, RunPod Secure ...), "
+            "marketplace (Vast.ai, RunPod Community), purchase (owned cards), other."
+        ),
+    ]
+    price_observed_at: Annotated[
+        datetime | None, Meta(description="When the price this line is costed at was observed.")
+    ]
 
     @classmethod
     def from_domain(cls, line: FleetLine) -> FleetLineOut:
@@ -88,6 +99,8 @@ class FleetLineOut(WireOut, kw_only=True):
             tpot_ms=_r(line.tpot_ms, 2),
             utilization=_r(line.utilization, 3),
             buckets=[BucketLoadOut(bucket=b, qps=_r(q, 3)) for b, q in line.buckets],
+            provider_kind=line.provider_kind,
+            price_observed_at=line.price_observed_at,
         )
 
 
@@ -138,7 +151,14 @@ class PlanOut(WireOut, kw_only=True):
     plan_id: str
     status: PlanStatusName
     catalog_revision: int
-    prices_as_of: datetime | None
+    prices_as_of: Annotated[
+        datetime | None,
+        Meta(description="The catalog's prices as of: as_of, else its newest observation."),
+    ]
+    oldest_price_observed_at: Annotated[
+        datetime | None,
+        Meta(description="The oldest observation among the prices the fleet is costed at."),
+    ]
     usd_per_hour: UsdPerHour | None
     usd_per_month: UsdPerMonth | None
     usd_per_million_output_tokens: (
@@ -169,6 +189,7 @@ class PlanOut(WireOut, kw_only=True):
             status=plan.status,
             catalog_revision=solved.revision,
             prices_as_of=plan.prices_as_of,
+            oldest_price_observed_at=fleet.oldest_price_observed_at if fleet else None,
             usd_per_hour=_r(fleet.usd_per_hour, 4) if fleet else None,
             usd_per_month=_r(fleet.usd_per_month, 2) if fleet else None,
             usd_per_million_output_tokens=(

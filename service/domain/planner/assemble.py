@@ -15,6 +15,7 @@ from service.domain.perfmodel import (
 from service.domain.planner.candidates import Candidate, Candidates
 from service.domain.planner.request import PlanRequest
 from service.domain.planner.result import Alternative, Fleet, FleetLine
+from service.domain.providers import provider_kind
 from service.domain.solver import (
     FleetProblem,
     FleetSolution,
@@ -88,6 +89,8 @@ def assemble_fleet(
                 tpot_ms=tpot,
                 utilization=utilization,
                 buckets=tuple(sorted(per_bucket.items())),
+                provider_kind=provider_kind(cand.offer.provider, cand.offer.instance_type),
+                price_observed_at=cand.offer.observed_at,
             )
         )
     lines.sort(key=lambda line: (-line.usd_per_hour, line.gpu, line.provider, line.instance_type))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
 from service.domain.catalog import GpuSpec, PricePoint, price_kind_for
 from service.domain.planner.request import HOURS_PER_MONTH, OwnedCost, PlanConstraints
@@ -24,7 +25,8 @@ class Offer:
     """One way to buy cards of one GPU.
 
     ``usd_per_card_hour`` is the effective price of one card; ``cards_per_instance`` how many
-    cards one cloud instance holds (0 for owned cards: no instance, bought singly).
+    cards one cloud instance holds (0 for owned cards: no instance, bought singly);
+    ``observed_at`` when the price it comes from was observed.
     """
 
     gpu_id: str
@@ -34,6 +36,7 @@ class Offer:
     pricing: PricingChoice
     usd_per_card_hour: float
     cards_per_instance: int
+    observed_at: datetime | None = None
 
     def unit(self, tensor_parallel: int) -> tuple[int, int, float] | None:
         """``(cards, replicas, usd_per_hour)`` of one billed unit hosting replicas of
@@ -92,6 +95,7 @@ def offers_for(
                     constraints.pricing,
                     card_hour,
                     0,
+                    p.observed_at,
                 )
             )
         else:
@@ -104,6 +108,7 @@ def offers_for(
                     constraints.pricing,
                     p.usd,
                     p.gpus_per_instance,
+                    p.observed_at,
                 )
             )
     if not offers:

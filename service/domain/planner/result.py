@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import get_args
 
 from service.domain.planner.request import HOURS_PER_MONTH
+from service.domain.providers import ProviderKind
 from service.domain.vocabulary import PlanStatusName, one_of
 
 PLAN_STATUSES: tuple[PlanStatusName, ...] = get_args(PlanStatusName)
@@ -33,6 +34,8 @@ class FleetLine:
     what its replicas carry for that same request mix within the SLO; ``utilization`` the share
     of that capacity the target load uses. ``ttft_ms`` and ``tpot_ms`` are predicted at the SLO
     percentile at that load (the worst over the request shapes the line serves).
+    ``provider_kind`` says what kind of seller the provider is (``domain.providers``);
+    ``price_observed_at`` when the price the line is costed at was observed.
     """
 
     gpu: str
@@ -51,6 +54,8 @@ class FleetLine:
     tpot_ms: float
     utilization: float
     buckets: tuple[tuple[str, float], ...]
+    provider_kind: ProviderKind = "other"
+    price_observed_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +71,11 @@ class Fleet:
     @property
     def usd_per_month(self) -> float:
         return self.usd_per_hour * HOURS_PER_MONTH
+
+    @property
+    def oldest_price_observed_at(self) -> datetime | None:
+        """The oldest observation among the prices the fleet is costed at."""
+        return min((x.price_observed_at for x in self.lines if x.price_observed_at), default=None)
 
 
 @dataclass(frozen=True, slots=True)

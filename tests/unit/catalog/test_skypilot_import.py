@@ -13,9 +13,9 @@ import pytest
 
 from service.domain.catalog import GpuSpec, PricePoint
 from service.domain.errors import InvalidInput
-from service.domain.price_import import ParsedCatalog
+from service.domain.price_import import SKYPILOT_CLOUDS, ParsedCatalog
 from service.store.csv_format import bundled_text, parse_gpus_csv
-from service.store.skypilot_format import SKYPILOT_CLOUDS, parse_skypilot_csv
+from service.store.skypilot_format import parse_skypilot_csv
 from service.store.skypilot_seed import BUNDLED_FILES, bundled_imports
 
 WHEN = datetime(2026, 12, 1, 6, tzinfo=UTC)
