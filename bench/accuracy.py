@@ -150,6 +150,7 @@ class Validation:
     preds: dict[int, float]
     by_build: dict[str, dict[str, dict[str, dict[str, float]]]] = field(default_factory=dict)
     totals: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    by_gpu: dict[str, dict[str, dict[str, dict[str, float]]]] = field(default_factory=dict)
     folds: list[str] = field(default_factory=list)
 
 
@@ -219,6 +220,13 @@ def loso_validation(
     val.totals = {
         eng: {m: s.as_dict() for m, s in per.items()} for eng, per in totals(fixed, preds).items()
     }
+    per_gpu: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+    for r in fixed:
+        per_gpu.setdefault((r.engine, r.metric_group, r.gpu_id), []).append(
+            (preds[r.index], r.value)
+        )
+    for (eng, metric, gpu), pairs in sorted(per_gpu.items()):
+        val.by_gpu.setdefault(eng, {}).setdefault(metric, {})[gpu] = stats(pairs).as_dict()
     return val
 
 

@@ -464,15 +464,34 @@ def trtllm_bench_profile(version: str) -> EngineProfile:
     """``trtllm-bench throughput`` as the TensorRT-LLM performance overview of release
     ``version`` ran it (its "Reproducing" section).
 
-    Before 0.19, TensorRT backend: the engine is built by the trtllm-bench heuristic (max batch
-    from KV memory, <= 4096; token budget batch x (1 + ISL/OSL)), GUARANTEED_NO_EVICT, KV 0.95
-    of free memory (``--kv_cache_free_gpu_mem_fraction 0.95``), every layer's cache full length.
+    v0.10 and v0.11 ran ``gptManagerBenchmark`` with the settings their pages state (below).
+    From 0.12 to 0.18, TensorRT backend: the engine is built by the trtllm-bench heuristic
+    (max batch from KV memory, <= 4096; token budget batch x (1 + ISL/OSL)),
+    GUARANTEED_NO_EVICT, KV 0.95 of free memory (``--kv_cache_free_gpu_mem_fraction 0.95``),
+    every layer's cache full length.
     From 0.19 ("Starting with v0.19, testing was performed using the PyTorch backend"): the same
     sizing, MoE models with attention data parallelism and expert parallelism (the overview's
     ``llm_options`` for MoE), sliding-window layers holding their window.
     """
     key = f"trtllm-{version}"
-    pytorch = version_key(version) >= (0, 19)
+    release = version_key(version)
+    pytorch = release >= (0, 19)
+    if release < (0, 11):
+        # v0.10 ran gptManagerBenchmark on engines built with max_batch_size 2048 and
+        # max_num_tokens 2048, chunked context, max_utilization scheduling (no up-front
+        # reservation), --kv_cache_free_gpu_mem_fraction 0.9
+        return EngineProfile(
+            name=key, constants=key, derate=1.0, kv_fraction=0.9, kv_fraction_of="free",
+            full_reservation=False, max_batch=2048, max_num_tokens=2048, chunked_prefill=True,
+        )  # fmt: skip
+    if release < (0, 12):
+        # v0.11: gptManagerBenchmark, engines tuned per shape (its table of max_batch_size and
+        # max_num_tokens; sized to the batch here), chunked context, guaranteed_no_evict,
+        # --kv_cache_free_gpu_mem_fraction 0.99
+        return EngineProfile(
+            name=key, constants=key, derate=1.0, kv_fraction=0.99, kv_fraction_of="free",
+            full_reservation=True, max_batch=4096, max_num_tokens=0, chunked_prefill=True,
+        )  # fmt: skip
     return EngineProfile(
         name=key, constants=key, derate=1.0, kv_fraction=0.95, kv_fraction_of="free",
         full_reservation=True, max_batch=4096, max_num_tokens=0, chunked_prefill=False,
