@@ -22,6 +22,9 @@ reader copies is the request sent. ``curl`` options understood: ``-s``, ``-X``, 
 jq prints. A request answered with a 4xx or 5xx stops the run. Plan answers are byte-identical
 for an identical request at the same catalog revision, so the output is deterministic.
 
+Tables between ``<!-- table:NAME -->`` and ``<!-- /table -->`` are rendered from committed data
+by ``service.readme_tables`` (the performance model's held-out accuracy).
+
 ``startup`` shows what ``make run`` prints first: the CLI's banner for the default data directory
 of a user ``you`` and the app's ``startup`` log line, whose ``ts`` is shown as ``"..."``.
 
@@ -47,7 +50,7 @@ from pathlib import Path
 from unittest import mock
 from urllib.parse import urlsplit
 
-from service import readme_jq
+from service import readme_jq, readme_tables
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 ADMIN_KEY = "readme-example-admin-key-0123456789"
@@ -299,7 +302,7 @@ def generate(text: str) -> str:
                     req.method, req.target, headers=dict(req.headers), content=req.body
                 )
                 outputs[example.name] = _render(example, req, answer.status_code, answer.text)
-    return _rewrite(text, examples, outputs)
+    return readme_tables.rewrite(_rewrite(text, examples, outputs))
 
 
 def _rewrite(text: str, examples: list[Example], outputs: dict[str, str]) -> str:
