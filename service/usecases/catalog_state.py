@@ -77,6 +77,7 @@ class CatalogState:
         self._reload_lock = asyncio.Lock()
         self._as_of: OrderedDict[tuple[int, datetime], CatalogSnapshot] = OrderedDict()
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     # ---- lifecycle ---------------------------------------------------------------------
 
@@ -89,7 +90,11 @@ class CatalogState:
         self._task = asyncio.create_task(self._poll_forever(), name="catalog-refresh")
 
     async def stop(self) -> None:
+        """End the poll. The flag ends it even when the cancellation is lost: on Python 3.11
+        ``asyncio.wait_for`` drops a cancel that arrives as its inner call completes, and the
+        poll would go on (and shutdown wait for it) for ever."""
         if self._task is not None:
+            self._stopping = True
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
@@ -180,9 +185,10 @@ class CatalogState:
             return snapshot
 
     async def _poll_forever(self) -> None:
-        while True:
+        while not self._stopping:
             await asyncio.sleep(self._interval)
-            await self.poll_once()
+            if not self._stopping:
+                await self.poll_once()
 
     async def poll_once(self) -> None:
         """One refresh step: read the revision; reload if it moved; track database health."""

@@ -4,6 +4,8 @@ answers, when it reloads, and what it does while the database is away."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -229,3 +231,27 @@ async def test_start_survives_an_outage_and_stop_ends_the_poll() -> None:
     repo.revision_now = 9
     await asyncio.sleep(0.05)
     assert state.loaded_revision == 1
+
+
+async def test_stop_ends_the_poll_even_when_a_cancel_is_lost() -> None:
+    """On Python 3.11 ``asyncio.wait_for`` can drop a cancellation that arrives as its inner
+    call completes; the poll must end anyway, or the service's shutdown waits for ever."""
+    state = CatalogState(FakeRepository(), refresh_interval_s=0.0, timeout_s=1.0)
+    polling = asyncio.Event()
+    lost: list[bool] = []
+
+    async def poll_losing_the_cancel() -> None:
+        polling.set()
+        if lost:  # only the first cancel is lost, so a failing run ends instead of hanging
+            await asyncio.sleep(1)
+            return
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(1)
+        lost.append(True)
+
+    state.poll_once = poll_losing_the_cancel  # type: ignore[method-assign]
+    await state.start()
+    await polling.wait()
+    started = time.monotonic()
+    await asyncio.wait_for(state.stop(), timeout=2)
+    assert time.monotonic() - started < 0.5
