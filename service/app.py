@@ -30,9 +30,10 @@ from service.api.controllers.health import HealthController
 from service.api.controllers.plans import PlansController
 from service.api.controllers.price_import import PriceImportController
 from service.api.errors import EXCEPTION_HANDLERS
-from service.api.json_body import JsonRequest, refuse_nul_parameters
-from service.api.openapi_docs import ExactStructSchemaPlugin
+from service.api.json_body import JsonRequest
+from service.api.openapi_docs import ExactStructSchemaPlugin, problems
 from service.api.ratelimit import Limiter, WriteLimits, parse_networks
+from service.api.strict_query import check_parameters
 from service.cache.base import PlanCache
 from service.cache.memory import MemoryPlanCache
 from service.cache.ratelimit import RedisWindowLimiter, WindowLimiter
@@ -111,6 +112,7 @@ def provide_price_import(state: State) -> PriceImportService:
     tags=["operations"],
     media_type=CONTENT_TYPE,
     include_in_schema=True,
+    responses=problems(400),
 )
 async def metrics_endpoint(
     metrics: NamedDependency[Metrics],
@@ -247,7 +249,7 @@ def create_app(
         },
         exception_handlers=EXCEPTION_HANDLERS,
         request_class=JsonRequest,
-        before_request=refuse_nul_parameters,
+        before_request=check_parameters,
         request_max_body_size=settings.max_body_bytes,
         cors_config=CORSConfig(allow_origins=list(settings.cors_origins))
         if settings.cors_origins

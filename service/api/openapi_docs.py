@@ -33,7 +33,9 @@ _DESCRIPTIONS = {
     400: (
         f"The body is not valid JSON, nests deeper than {MAX_JSON_DEPTH} levels, gives a key "
         "twice or holds "
-        "NaN, Infinity or a number beyond the float range; `field` names where."
+        "NaN, Infinity or a number beyond the float range; or the query string names a "
+        "parameter this operation does not take (`suggestions` holds the closest valid name) "
+        "or gives one twice; `field` names where."
     ),
     401: "No `Authorization: Bearer <admin key>` header (writes only).",
     403: "The key is not an admin key, or writes are disabled.",

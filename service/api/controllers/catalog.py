@@ -229,7 +229,10 @@ class CatalogController(Controller):
     @get(
         "/catalog",
         operation_id="getCatalog",
-        responses={**success(CatalogOut, "catalog", "Revision and counts."), **problems(503)},
+        responses={
+            **success(CatalogOut, "catalog", "Revision and counts."),
+            **problems(400, 503),
+        },
         summary="Catalog revision and counts",
     )
     async def summary(self, catalog: NamedDependency[CatalogService]) -> CatalogOut:

@@ -62,7 +62,7 @@ class EstimateController(Controller):
         },
         summary="The same estimate from query parameters",
     )
-    @accepts_query(EstimateIn, ESTIMATE_FIELDS)
+    @accepts_query(EstimateIn, ESTIMATE_FIELDS, post="POST /v1/estimate")
     async def estimate_get(
         self, estimating: NamedDependency[EstimatingService], **query: Any
     ) -> Response[EstimateOut]:
@@ -78,7 +78,7 @@ class ModelsController(Controller):
     @get(
         "/",
         operation_id="listModels",
-        responses=success(ModelListOut, "model_list", "The presets."),
+        responses={**success(ModelListOut, "model_list", "The presets."), **problems(400)},
         summary="Model presets with their architecture",
     )
     async def list_models(self) -> ModelListOut:

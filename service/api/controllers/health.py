@@ -9,7 +9,7 @@ from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.status_codes import HTTP_200_OK, HTTP_503_SERVICE_UNAVAILABLE
 
-from service.api.openapi_docs import success
+from service.api.openapi_docs import problems, success
 from service.api.schemas.common import WireOut
 from service.usecases.readiness import DependencyStatus, ReadinessCheck
 
@@ -39,9 +39,15 @@ class Readiness(WireOut, kw_only=True):
 class HealthController(Controller):
     tags = ("operations",)
 
-    @get("/healthz", operation_id="getLiveness", summary="Process is alive", cache=False)
+    @get(
+        "/healthz",
+        operation_id="getLiveness",
+        responses=problems(400),
+        summary="Process is alive",
+        cache=False,
+    )
     async def healthz(self) -> Liveness:
-        """Always 200 while the process can answer HTTP."""
+        """Always 200 while the process can answer HTTP (it takes no query parameters)."""
         return Liveness(status="ok")
 
     @get(
@@ -54,6 +60,7 @@ class HealthController(Controller):
                 generate_examples=False,
                 description="No catalog loaded yet: not ready.",
             ),
+            **problems(400),
         },
         summary="Dependencies reachable",
         cache=False,

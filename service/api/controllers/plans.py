@@ -156,7 +156,7 @@ class PlansController(Controller):
         summary="Solve a plan from query parameters (curl)",
         exception_handlers={DomainError: query_problem},
     )
-    @accepts_query(PlanRequestIn, PLAN_FIELDS)
+    @accepts_query(PlanRequestIn, PLAN_FIELDS, post="POST /v1/plans")
     async def plan_by_query(
         self,
         planning: NamedDependency[PlanningService],
