@@ -39,7 +39,10 @@ _DESCRIPTIONS = {
     ),
     401: "No `Authorization: Bearer <admin key>` header (writes only).",
     403: "The key is not an admin key, or writes are disabled.",
-    404: "An id or alias names nothing; `suggestions` lists the closest ids.",
+    404: (
+        "An id or alias names nothing; `suggestions` lists the closest ids (an unknown model "
+        "with none close: presets of its family or size, else the popular ones)."
+    ),
     409: "The write conflicts with the catalog (an alias another GPU owns).",
     413: "The body is larger than this endpoint accepts.",
     415: "The body's Content-Type is not JSON (send application/json).",

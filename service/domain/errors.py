@@ -18,15 +18,23 @@ class DomainError(Exception):
 
 
 class NotFound(DomainError):
-    """A named thing does not exist. ``suggestions`` holds the closest known ids."""
+    """A named thing does not exist. ``suggestions`` holds the closest known ids (``label``
+    says how they were chosen) and ``remedy`` what else the caller can do."""
 
     kind = "thing"
 
     def __init__(
-        self, name: str, suggestions: tuple[str, ...] = (), *, field: str | None = None
+        self,
+        name: str,
+        suggestions: tuple[str, ...] = (),
+        *,
+        field: str | None = None,
+        label: str = "closest",
+        remedy: str | None = None,
     ) -> None:
-        hint = f"; closest: {', '.join(suggestions)}" if suggestions else ""
-        super().__init__(f"unknown {self.kind} {name!r}{hint}", field=field)
+        hint = f"; {label}: {', '.join(suggestions)}" if suggestions else ""
+        tail = f"; {remedy}" if remedy else ""
+        super().__init__(f"unknown {self.kind} {name!r}{hint}{tail}", field=field)
         self.name = name
         self.suggestions = suggestions
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import math
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from service.domain.errors import InvalidInput, UnknownModel
 from service.domain.llm import PRESETS, param_counts, preset_ids, resolve_model
 from service.domain.llm.hf_config import HF_LIMITS
+from service.domain.llm.resolve import POPULAR_PRESETS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -223,6 +225,49 @@ def test_unknown_model_suggests_closest_ids() -> None:
         resolve_model("lama-3.1-70")
     assert "llama-3.1-70b" in err.value.suggestions
     assert err.value.field == "model"
+
+
+def _unknown(name: str) -> UnknownModel:
+    with pytest.raises(UnknownModel) as err:
+        resolve_model(name)
+    return err.value
+
+
+def test_a_name_like_no_preset_gets_the_popular_presets() -> None:
+    err = _unknown("nosuchthingzzz")
+    assert err.suggestions == POPULAR_PRESETS
+    assert all(s in PRESETS for s in POPULAR_PRESETS)
+    assert "popular presets: " + ", ".join(POPULAR_PRESETS) in err.message
+    assert "params_b" in err.message and "hf_config" in err.message
+
+
+def test_an_unknown_family_gets_the_presets_nearest_the_size_it_states() -> None:
+    err = _unknown("starcoder2-15b")
+    sizes = [PRESETS[s].params_b for s in err.suggestions]
+    assert len(err.suggestions) == 5
+    # nearest first, on a log scale: 14.8B beats 13B beats 20.9B, never 671B
+    gaps = [abs(math.log(size / 15)) for size in sizes]
+    assert gaps == sorted(gaps)
+    others = [
+        abs(math.log(a.params_b / 15)) for p, a in PRESETS.items() if p not in err.suggestions
+    ]
+    assert max(gaps) <= min(others)
+    assert "presets nearest 15B" in err.message
+
+
+def test_a_known_family_at_an_unknown_size_stays_in_the_family() -> None:
+    err = _unknown("qwen-99b")
+    assert err.suggestions
+    assert all(s.startswith("qwen") for s in err.suggestions)
+
+
+@pytest.mark.parametrize(
+    "name", ["nosuchthingzzz", "phi-3-mini", "starcoder2-15b", "yi-34b", "x", "0b", "zz-8x7b"]
+)
+def test_an_unknown_model_always_gets_suggestions(name: str) -> None:
+    err = _unknown(name)
+    assert 0 < len(err.suggestions) <= 5
+    assert all(s in PRESETS for s in err.suggestions)
 
 
 # --- hf_config ------------------------------------------------------------------------------

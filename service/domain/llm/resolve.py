@@ -4,7 +4,8 @@
 
 * a preset id or alias (``"llama-3.1-70b"``, ``"meta-llama/Llama-3.1-70B-Instruct"``,
   ``"Mixtral-8x7B"``), matched case-insensitively after :func:`names.normalise_name`; an
-  unknown name raises :class:`UnknownModel` with the closest preset ids (``difflib``);
+  unknown name raises :class:`UnknownModel` with the closest preset ids (``difflib``), or when
+  none is close, the presets of its family or size, or else the most used ones: never none;
 * ``{"params_b": 70, ...}``: a size plus known fields, the rest derived (``derive``);
 * ``{"hf_config": {...}}``: a Hugging Face ``config.json`` as-is (``hf_config``).
 
@@ -14,6 +15,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,8 +39,43 @@ class ResolvedModel:
     assumptions: tuple[str, ...] = ()
 
 
-def _suggestions(norm: str) -> tuple[str, ...]:
-    """Up to five preset ids closest to a normalised name (aliases mapped to their preset)."""
+SUGGESTED_AT_MOST = 5
+POPULAR_PRESETS: tuple[str, ...] = (
+    "llama-3.1-8b",
+    "llama-3.3-70b",
+    "qwen3-32b",
+    "gpt-oss-120b",
+    "deepseek-v3",
+)
+"""Suggested for a name nothing resembles: the most commonly served open-weight models, one
+per size class (8B, 32B, 70B, 120B MoE, 671B MoE)."""
+_SIZE = re.compile(r"(?<![\d.])(?:(?P<experts>\d+)x)?(?P<size>\d+(?:\.\d+)?)b(?![a-z])")
+_FAMILY = re.compile(r"[a-z]+")
+_NO_MATCH_REMEDY = (
+    "a model that is not a preset can be given by its size (params_b) or by its "
+    "Hugging Face config.json (hf_config)"
+)
+
+
+def _size_b(norm: str) -> float | None:
+    """The size a name states (``-13b``; ``8x7b`` counts every expert), in billions."""
+    match = _SIZE.search(norm)
+    if match is None:
+        return None
+    size = float(match.group("size")) * int(match.group("experts") or 1)
+    return size if size > 0 else None
+
+
+def _family(norm: str) -> str | None:
+    match = _FAMILY.match(norm)
+    return match.group(0) if match else None
+
+
+def _suggestions(norm: str) -> tuple[tuple[str, ...], str]:
+    """Up to five preset ids for an unknown normalised name, and how they were chosen: the
+    closest spellings (aliases mapped to their preset); else the presets of the same family
+    (the name's leading word) nearest the size it states; else the presets nearest that size;
+    else ``POPULAR_PRESETS``. Never empty."""
     choices = list(PRESETS) + list(ALIASES)
     close = difflib.get_close_matches(norm, choices, n=8, cutoff=0.5)
     seen: list[str] = []
@@ -46,7 +83,19 @@ def _suggestions(norm: str) -> tuple[str, ...]:
         pid = ALIASES.get(c, c)
         if pid not in seen:
             seen.append(pid)
-    return tuple(seen[:5])
+    if seen:
+        return tuple(seen[:SUGGESTED_AT_MOST]), "closest"
+    family = _family(norm)
+    members = [pid for pid in PRESETS if family is not None and _family(pid) == family]
+    size = _size_b(norm)
+    if size is not None:
+        pool = members or list(PRESETS)
+        pool.sort(key=lambda pid: abs(math.log(PRESETS[pid].params_b / size)))
+        label = f"{family} presets nearest {size:g}B" if members else f"presets nearest {size:g}B"
+        return tuple(pool[:SUGGESTED_AT_MOST]), label
+    if members:
+        return tuple(members[:SUGGESTED_AT_MOST]), f"{family} presets"
+    return POPULAR_PRESETS, "popular presets"
 
 
 def _lookup_preset(name: str) -> tuple[ModelArch, tuple[str, ...]]:
@@ -66,7 +115,14 @@ def _lookup_preset(name: str) -> tuple[ModelArch, tuple[str, ...]]:
         return PRESETS[base], ()
     if base in ALIASES:
         return PRESETS[ALIASES[base]], ()
-    raise UnknownModel(name, _suggestions(norm), field="model")
+    suggestions, label = _suggestions(norm)
+    raise UnknownModel(
+        name,
+        suggestions,
+        field="model",
+        label=label,
+        remedy=None if label == "closest" else _NO_MATCH_REMEDY,
+    )
 
 
 def resolve_model(spec: str | Mapping[str, Any]) -> ResolvedModel:
