@@ -21,9 +21,9 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl
 
 from litestar import Request, Response
-from litestar._kwargs.parameter_definition import ParameterDefinition
 from litestar.handlers import HTTPRouteHandler
 from litestar.status_codes import HTTP_400_BAD_REQUEST, HTTP_422_UNPROCESSABLE_ENTITY
 
@@ -54,9 +54,11 @@ def _spec(request: Request[Any, Any, Any], handler: HTTPRouteHandler) -> QuerySp
         return cached
     path_parameters: Mapping[str, Any] = dict.fromkeys(request.path_params)
     model = handler.create_kwargs_model(path_parameters=dict(path_parameters))
-    params: list[ParameterDefinition] = list(model.expected_query_params)
     order = list(handler.parsed_fn_signature.parameters)
-    params.sort(key=lambda p: order.index(p.field_name) if p.field_name in order else len(order))
+    params = sorted(
+        model.expected_query_params,
+        key=lambda p: order.index(p.field_name) if p.field_name in order else len(order),
+    )
     spec = QuerySpec(
         names=tuple(p.field_alias for p in params),
         required=tuple(p.field_alias for p in params if p.is_required),
@@ -126,7 +128,9 @@ def query_problem(request: Request[Any, Any, Any]) -> Response[dict[str, Any]] |
     ):
         return None
     spec = _spec(request, handler)
-    counts = Counter(name for name, _ in request.query_params.multi_items())
+    raw: bytes = request.scope.get("query_string", b"")
+    pairs = parse_qsl(raw.decode("utf-8", "replace"), keep_blank_values=True)
+    counts = Counter(name for name, _ in pairs)  # in the order the client wrote them
     unknown = [name for name in counts if name not in spec.names]
     if unknown:
         found = [_unknown(name, spec) for name in unknown]
