@@ -106,15 +106,30 @@ def _unknown(name: str, spec: QuerySpec) -> tuple[str, str | None]:
     return f"unknown query parameter {name!r}: {_takes(spec)}", None
 
 
-def _errors(items: list[tuple[str, str]]) -> list[dict[str, str]]:
-    return [{"field": name, "message": message} for name, message in items]
-
-
-def _detail(items: list[tuple[str, str]]) -> str:
-    detail = items[0][1]
-    if len(items) > 1:
-        detail += f" (and {len(items) - 1} more)"
-    return detail
+def _problem(
+    request: Request[Any, Any, Any],
+    status: int,
+    slug: str,
+    title: str,
+    items: list[tuple[str, str]],
+    *,
+    detail: str | None = None,
+    suggestion: str | None = None,
+) -> Response[dict[str, Any]]:
+    """A problem naming the first of ``items`` (parameter, message) and listing them all in
+    ``errors``; the detail is the first message unless given."""
+    if detail is None:
+        detail = items[0][1] + (f" (and {len(items) - 1} more)" if len(items) > 1 else "")
+    return problem_response(
+        request,
+        status,
+        slug=slug,
+        title=title,
+        detail=detail,
+        field=items[0][0],
+        suggestions=[suggestion] if suggestion else None,
+        errors=[{"field": name, "message": message} for name, message in items],
+    )
 
 
 def query_problem(request: Request[Any, Any, Any]) -> Response[dict[str, Any]] | None:
@@ -135,45 +150,26 @@ def query_problem(request: Request[Any, Any, Any]) -> Response[dict[str, Any]] |
     if unknown:
         found = [_unknown(name, spec) for name in unknown]
         items = [(name, message) for name, (message, _) in zip(unknown, found, strict=True)]
-        suggestion = found[0][1]
-        return problem_response(
-            request,
-            HTTP_400_BAD_REQUEST,
-            slug="unknown-parameter",
-            title="Unknown query parameter",
-            detail=_detail(items),
-            field=unknown[0],
-            suggestions=[suggestion] if suggestion else None,
-            errors=_errors(items),
-        )
+        return _problem(
+            request, HTTP_400_BAD_REQUEST, "unknown-parameter", "Unknown query parameter", items,
+            suggestion=found[0][1],
+        )  # fmt: skip
     repeated = [n for n, c in counts.items() if c > 1 and n not in spec.repeatable]
     if repeated:
         items = [
             (n, f"query parameter {n!r} is given {counts[n]} times; give it once") for n in repeated
         ]
-        return problem_response(
-            request,
-            HTTP_400_BAD_REQUEST,
-            slug="repeated-parameter",
-            title="Repeated query parameter",
-            detail=_detail(items),
-            field=repeated[0],
-            errors=_errors(items),
+        return _problem(
+            request, HTTP_400_BAD_REQUEST, "repeated-parameter", "Repeated query parameter", items
         )
     missing = [name for name in spec.required if name not in counts]
     if missing:
         items = [(n, f"missing required query parameter {n!r}") for n in missing]
-        return problem_response(
-            request,
-            HTTP_422_UNPROCESSABLE_ENTITY,
-            slug="invalid-input",
-            title="Invalid input",
-            detail=f"missing required query parameters: {', '.join(missing)}"
-            if len(missing) > 1
-            else items[0][1],
-            field=missing[0],
-            errors=_errors(items),
-        )
+        summary = f"missing required query parameters: {', '.join(missing)}"
+        return _problem(
+            request, HTTP_422_UNPROCESSABLE_ENTITY, "invalid-input", "Invalid input", items,
+            detail=summary if len(missing) > 1 else None,
+        )  # fmt: skip
     return None
 
 

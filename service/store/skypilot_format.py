@@ -457,15 +457,10 @@ def _zone_offers(
     """AWS, Azure, Lambda, RunPod: every row is an instance in one region (and zone)."""
     zones_seen: set[tuple[str, str, str]] = set()
     for row in rows:
-        if not row.region:
-            tallies.skip("no_region")
+        placed = _placed(row, cloud, mapper, tallies)
+        if placed is None:
             continue
-        gpu_id = mapper.gpu_id(row, tallies)
-        if gpu_id is None:
-            continue
-        count = _count(row, cloud, tallies)
-        if count is None:
-            continue
+        gpu_id, count = placed
         prices = _checked_prices(row, cloud, tallies)
         if prices is None:
             continue
@@ -473,13 +468,22 @@ def _zone_offers(
         if row.zone and zone_key in zones_seen:
             tallies.adjust("zone_listed_twice")
         zones_seen.add(zone_key)
-        offer = _offer_for(offers, gpu_id, row.region, row.instance_type, count, tallies)
-        on_demand, spot = prices
-        zone = row.zone or row.region
-        if on_demand is not None:
-            offer.add("on_demand", on_demand, zone, "")
-        if spot is not None:
-            offer.add("spot", spot, zone, "")
+        _add(offers, tallies, gpu_id, row, row.instance_type, count, prices, "")
+
+
+def _placed(row: _Row, cloud: str, mapper: _GpuMapper, tallies: _Tallies) -> tuple[str, int] | None:
+    """The catalog GPU id and card count of a row with a region; ``None`` when the row is
+    skipped (the reason counted in ``tallies``)."""
+    if not row.region:
+        tallies.skip("no_region")
+        return None
+    gpu_id = mapper.gpu_id(row, tallies)
+    if gpu_id is None:
+        return None
+    count = _count(row, cloud, tallies)
+    if count is None:
+        return None
+    return gpu_id, count
 
 
 def _gcp_offers(
@@ -507,15 +511,10 @@ def _gcp_offers(
             tallies.unknown["(empty)"] += 1
     used_hosts: set[tuple[str, str]] = set()
     for row in accelerators:
-        if not row.region:
-            tallies.skip("no_region")
+        placed = _placed(row, "gcp", mapper, tallies)
+        if placed is None:
             continue
-        gpu_id = mapper.gpu_id(row, tallies)
-        if gpu_id is None:
-            continue
-        count = _count(row, "gcp", tallies)
-        if count is None:
-            continue
+        gpu_id, count = placed
         name = normalize_name(row.accelerator)
         machines = _GCP_HOSTS.get((name, count))
         if machines is None:

@@ -18,6 +18,7 @@ import pytest
 
 from service.api.json_body import MAX_JSON_DEPTH
 from tests.conftest import Client, admin
+from tests.support.bodies import LLAMA_8B_HF_CONFIG, MINIMAL_GPU_SPEC
 
 pytestmark = pytest.mark.integration
 
@@ -42,24 +43,8 @@ OBSERVATION: dict[str, Any] = {
     "gpus_per_instance": 1,
     "observed_at": "2026-08-01T00:00:00Z",
 }
-SPEC: dict[str, Any] = {
-    "vendor": "NVIDIA",
-    "name": "Example",
-    "architecture": "Hopper (GH100)",
-    "launch_year": 2024,
-    "memory_gb": 80.0,
-    "memory_type": "HBM3",
-    "memory_bandwidth_gbps": 3350.0,
-}
-HF: dict[str, Any] = {
-    "model_type": "llama",
-    "num_hidden_layers": 32,
-    "hidden_size": 4096,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "vocab_size": 128256,
-    "intermediate_size": 14336,
-}
+SPEC = MINIMAL_GPU_SPEC
+HF = LLAMA_8B_HF_CONFIG
 FAR_FUTURE = "9999-12-31T23:59:59-23:59"  # past datetime.max once moved to UTC
 JSON = {"Content-Type": "application/json"}
 DEEP = "[" * 1_000 + "]" * 1_000

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from service.store.migrate import head_revision
+from tests.support.bodies import LLAMA_8B_HF_CONFIG
 from tests.support.seed import seeded_price_count
 
 pytestmark = pytest.mark.integration
@@ -331,15 +332,7 @@ def test_serve_logs_only_json_lines_while_solving_and_refusing(env: dict[str, st
         {"share": 1 / 16, "prompt_tokens": 200 + 400 * i, "output_tokens": 50 + 40 * i}
         for i in range(16)
     ]
-    hf = {
-        "model_type": "llama",
-        "num_hidden_layers": 32,
-        "hidden_size": 4096,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 8,
-        "vocab_size": 128256,
-        "intermediate_size": 14336,
-    }
+    hf = LLAMA_8B_HF_CONFIG
     bodies = [
         plan,
         {**plan, "slo": {"tpot_ms": 0.001}},  # infeasible

@@ -18,7 +18,7 @@ from litestar.testing import AsyncTestClient
 
 from service.app import create_app
 from service.settings import Settings
-from tests.conftest import ADMIN_KEY, OTHER_KEY, admin, base_settings
+from tests.conftest import ADMIN_KEY, OTHER_KEY, Client, admin, base_settings
 from tests.support.databases import PostgresDatabases, SqliteDatabases
 from tests.support.proxy import ToggleProxy
 from tests.support.server import live_server
@@ -49,6 +49,11 @@ def observation(i: int, gpu: str = "l40s") -> dict[str, Any]:
         "gpus_per_instance": 1,
         "observed_at": f"2026-08-{1 + i // 24:02d}T{i % 24:02d}:00:00Z",
     }
+
+
+async def is_ready(client: Client) -> bool:
+    status: str = (await client.get("/readyz")).json()["status"]
+    return status == "ready"
 
 
 async def wait_for(predicate: Any, within_s: float = 10.0) -> None:
@@ -127,11 +132,7 @@ async def test_postgres_outage_answers_from_the_snapshot_then_recovers(
 
         await proxy.restore()
 
-        async def recovered() -> bool:
-            status: str = (await client.get("/readyz")).json()["status"]
-            return status == "ready"
-
-        await wait_for(recovered)
+        await wait_for(lambda: is_ready(client))
         write = await client.post(
             "/v1/prices", json={"observations": [observation(0)]}, headers=admin()
         )
@@ -217,11 +218,7 @@ async def test_while_postgres_hangs_calls_answer_at_once_and_the_poll_closes_the
 
         await proxy.restore()
 
-        async def recovered() -> bool:
-            status: str = (await client.get("/readyz")).json()["status"]
-            return status == "ready"
-
-        await wait_for(recovered)
+        await wait_for(lambda: is_ready(client))
         write = await client.post(
             "/v1/prices", json={"observations": [observation(2)]}, headers=admin()
         )

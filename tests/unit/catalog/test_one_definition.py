@@ -24,18 +24,11 @@ from service.store.csv_format import GPU_COLUMNS, bundled_text, parse_gpus_csv
 from service.store.models import GpuRow, PricePointRow
 from service.store.rows import gpu_from_row, gpu_to_row_values
 from service.usecases.catalog import GpuListing
+from tests.support.bodies import MINIMAL_GPU_SPEC
 
 ALL_FIELDS = [f.name for f in dataclasses.fields(GpuSpec)]
 STORED = [f.name for f in dataclasses.fields(GpuSpec) if f.init]
-SPEC = {
-    "vendor": "NVIDIA",
-    "name": "Example",
-    "architecture": "Hopper (GH100)",
-    "launch_year": 2024,
-    "memory_gb": 80.0,
-    "memory_type": "HBM3",
-    "memory_bandwidth_gbps": 3350.0,
-}
+SPEC = MINIMAL_GPU_SPEC
 
 
 def test_every_form_has_the_domain_fields_in_the_domain_order() -> None:
