@@ -18,11 +18,11 @@ from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.openapi.config import OpenAPIConfig
-from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service import __version__
+from service.api.assets import docs_render_plugins, static_router
 from service.api.auth import AdminKeys
 from service.api.controllers.catalog import CatalogController, PriceIngestController
 from service.api.controllers.estimate import EstimateController, ModelsController
@@ -237,6 +237,7 @@ def create_app(
             ModelsController,
             HealthController,
             metrics_endpoint,
+            static_router(),
         ],
         lifespan=[lifespan],
         dependencies={
@@ -288,7 +289,7 @@ def openapi_config() -> OpenAPIConfig:
             "for a model, load, latency SLO and budget. Errors are RFC 9457 problem details."
         ),
         path="/docs",
-        render_plugins=[ScalarRenderPlugin(path="/"), SwaggerRenderPlugin(path="/swagger")],
+        render_plugins=docs_render_plugins(),
         components=Components(
             security_schemes={
                 "bearerAuth": SecurityScheme(
