@@ -126,7 +126,8 @@ def _preflight_schema(settings: Settings) -> None:
 @main.command()
 @click.option("--to", "target", default="head", show_default=True, help="Target revision.")
 def migrate(target: str) -> None:
-    """Apply database migrations (schema, then the bundled reference catalog as revision 1).
+    """Apply database migrations: the schema, then the bundled catalog (reference GPUs and prices,
+    the SkyPilot offer snapshot and later seed data), each seed migration one catalog revision.
 
     \b
     Examples:

@@ -22,8 +22,10 @@ def _flag(name: str) -> str:
 def _option(body: type[msgspec.Struct], field: FlatField, *, required: bool) -> Callable[[F], F]:
     """The option of one flat field (``--name``, plus ``field.cli_aliases``)."""
     flags = [_flag(field.name), *(_flag(a) for a in field.cli_aliases)]
-    if field.shape in ("mix", "caps"):
-        metavar = "SHARE:PROMPT:OUTPUT" if field.shape == "mix" else "GPU=CARDS"
+    if field.shape in ("mix", "caps", "amounts"):
+        metavar = {"mix": "SHARE:PROMPT:OUTPUT", "caps": "GPU=CARDS", "amounts": "GPU=NUMBER"}[
+            field.shape
+        ]
         return click.option(*flags, field.name, multiple=True, metavar=metavar, help=field.help)
     if field.shape == "names":
         return click.option(*flags, field.name, help=field.help)

@@ -4,7 +4,8 @@
 - ``gpu_cloud``: GPU clouds that run their own data centres (Lambda, CoreWeave, Nebius, ...), and
   RunPod's Secure Cloud;
 - ``marketplace``: offers set by third-party hosts (Vast.ai, RunPod's Community Cloud);
-- ``purchase``: card prices (``street``), for owned fleets;
+- ``purchase``: card prices (``street``, or ``request`` for a price the request gives), for
+  owned fleets;
 - ``other``: a provider this list does not know (a price ingested under a new name).
 """
 
@@ -35,6 +36,7 @@ _KINDS: dict[str, ProviderKind] = {
     ),
     "vast": "marketplace",
     "street": "purchase",
+    "request": "purchase",
 }
 
 

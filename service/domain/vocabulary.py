@@ -29,8 +29,9 @@ PricingChoice = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "owne
 """How a fleet request pays for cards (``owned`` amortises purchase prices)."""
 PriceKindName = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "purchase"]
 """The kind of one price observation in the catalog (``purchase`` is per card, not per hour)."""
-PlanStatusName = Literal["optimal", "over_budget", "infeasible", "time_limit"]
-"""The outcome of a plan solve."""
+PlanStatusName = Literal["optimal", "over_budget", "infeasible", "time_limit", "no_price"]
+"""The outcome of a plan solve; ``no_price``: no allowed GPU has a price of the pricing kind the
+request asks for (nothing was solved, so nothing is said about the SLO)."""
 
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 KV_PRECISIONS: tuple[KvPrecision, ...] = get_args(KvPrecision)

@@ -98,7 +98,7 @@ async def test_a_new_spec_column_is_filled_from_the_bundled_csv(empty_database_u
         await engine.dispose()
 
 
-SNAPSHOT_GPUS = ("a40", "rtx-3090", "rtx-4090", "gh200", "p100-pcie-16gb")
+SNAPSHOT_GPUS = ("a40", "rtx-a4500", "rtx-a5000", "gh200", "p4")  # no prices.csv rows
 
 
 async def test_the_snapshot_migration_adds_the_gpus_an_older_seed_lacks(
@@ -120,7 +120,7 @@ async def test_the_snapshot_migration_adds_the_gpus_an_older_seed_lacks(
             assert await connection.scalar(text("SELECT count(*) FROM price_points")) == (
                 hand_entered_count()
             )
-        await upgrade(engine)
+        await upgrade(engine, "0005")
         async with engine.connect() as connection:
             after = await connection.scalar(text("SELECT revision FROM catalog_state"))
             added = (
@@ -143,5 +143,31 @@ async def test_the_snapshot_migration_adds_the_gpus_an_older_seed_lacks(
         assert [p for p, _, _ in imports] == ["aws", "azure", "gcp", "lambda", "runpod"]
         assert all(rows > 100 and inserted > 100 for _, rows, inserted in imports)
         assert prices == seeded_price_count()
+    finally:
+        await engine.dispose()
+
+
+async def test_the_price_seed_migration_is_one_catalog_write_and_adds_nothing_twice(
+    empty_database_url: str,
+) -> None:
+    """0006 brings the purchase and reserved rows of prices.csv to databases seeded before
+    them; where they are stored already (0002 read the same file) it inserts nothing, and the
+    catalog revision still moves on once, so cached plans are re-keyed."""
+    engine = create_engine(empty_database_url)
+    try:
+        await upgrade(engine, "0005")
+        async with engine.connect() as connection:
+            before = await connection.scalar(text("SELECT revision FROM catalog_state"))
+            count = await connection.scalar(text("SELECT count(*) FROM price_points"))
+        await upgrade(engine, "0006")
+        async with engine.connect() as connection:
+            after = await connection.scalar(text("SELECT revision FROM catalog_state"))
+            again = await connection.scalar(text("SELECT count(*) FROM price_points"))
+            owned = await connection.scalar(
+                text("SELECT count(DISTINCT gpu_id) FROM price_points WHERE kind = 'purchase'")
+            )
+        assert after == before + 1
+        assert again == count == seeded_price_count()
+        assert owned >= 15
     finally:
         await engine.dispose()

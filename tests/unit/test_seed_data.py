@@ -379,7 +379,7 @@ def test_price_columns_in_order() -> None:
 
 
 def test_price_row_count(prices: list[dict[str, str]]) -> None:
-    assert len(prices) == 113
+    assert len(prices) == 126
 
 
 def test_price_rows_are_valid(

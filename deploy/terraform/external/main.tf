@@ -37,6 +37,11 @@ data "external" "plan" {
       condition     = self.result.status != "infeasible"
       error_message = "gpuplan found no feasible fleet for ${var.model} (plan ${self.result.plan_id}, status infeasible): relax the SLO, the GPU list or the budget."
     }
+    # No allowed GPU has a price of the requested kind: nothing was sized.
+    postcondition {
+      condition     = self.result.status != "no_price"
+      error_message = "gpuplan has no price of the requested kind for the allowed GPUs (plan ${self.result.plan_id}, status no_price)."
+    }
   }
 }
 

@@ -54,6 +54,11 @@ data "http" "plan" {
       condition     = try(jsondecode(self.response_body).status, null) != "infeasible"
       error_message = "gpuplan found no feasible fleet for ${var.model} (status infeasible): relax the SLO, the GPU list or the budget. Answer: ${self.response_body}"
     }
+    # No allowed GPU has a price of the requested kind: nothing was sized.
+    postcondition {
+      condition     = try(jsondecode(self.response_body).status, null) != "no_price"
+      error_message = "gpuplan has no price of the requested kind for the allowed GPUs (status no_price): choose another pricing or GPU list. Answer: ${self.response_body}"
+    }
   }
 }
 

@@ -4,7 +4,7 @@ output "plan_id" {
 }
 
 output "status" {
-  description = "optimal | over_budget | time_limit (infeasible fails the read)."
+  description = "optimal | over_budget | time_limit (infeasible and no_price fail the read)."
   value       = local.plan.status
 }
 

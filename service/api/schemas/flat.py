@@ -2,10 +2,11 @@
 
 A table of ``FlatField`` rows names each flat input, the path in the JSON body it fills and how
 its text is read (one value, a comma-separated list, repeated ``SHARE:PROMPT:OUTPUT`` shapes,
-repeated ``GPU=CARDS`` caps). Types, limits and defaults are not repeated in the table: they
-are read from the body's wire types (``field_type``), so every front door accepts the same
-values. Flat inputs become a body (``body_from_flat``) and go the body's way from there; errors
-name body paths, and ``flat_name`` gives the flat input that holds a path.
+repeated ``GPU=CARDS`` caps, repeated ``GPU=NUMBER`` amounts). Types, limits and defaults are
+not repeated in the table: they are read from the body's wire types (``field_type``), so every
+front door accepts the same values. Flat inputs become a body (``body_from_flat``) and go the
+body's way from there; errors name body paths, and ``flat_name`` gives the flat input that holds
+a path.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from msgspec import Meta
 
 from service.domain.errors import InvalidInput
 
-Shape = Literal["value", "names", "mix", "caps"]
+Shape = Literal["value", "names", "mix", "caps", "amounts"]
 NAMES_MAX_CHARS = 2000
 """Longest comma-separated list a query parameter takes."""
 NO_DEFAULT: Any = msgspec.NODEFAULT
@@ -135,6 +136,19 @@ def _caps(items: tuple[str, ...] | list[str], field: FlatField) -> dict[str, int
     return caps or None
 
 
+def _amounts(items: tuple[str, ...] | list[str], field: FlatField) -> dict[str, float] | None:
+    out = {}
+    for item in items:
+        gpu, _, number = item.partition("=")
+        try:
+            out[gpu] = float(number)
+        except ValueError:
+            raise InvalidInput(
+                f"{item!r}: expected GPU=NUMBER, e.g. h100=25000", field=field.path
+            ) from None
+    return out or None
+
+
 def _body_value(field: FlatField, raw: Any) -> Any:
     if field.shape == "names":
         return _names(str(raw))
@@ -142,6 +156,8 @@ def _body_value(field: FlatField, raw: Any) -> Any:
         return _mix(raw, field)
     if field.shape == "caps":
         return _caps(raw, field)
+    if field.shape == "amounts":
+        return _amounts(raw, field)
     return raw
 
 

@@ -99,6 +99,26 @@ class OwnedCostIn(WireIn, kw_only=True):
     amortization_months: Annotated[float, Meta(gt=0, le=240)] = 36.0
     usd_per_kwh: Annotated[float, Meta(ge=0, le=10)] = 0.12
     pue: Annotated[float, Meta(ge=1, le=5)] = 1.3
+    card_usd: Annotated[
+        dict[GpuName, Annotated[float, Meta(gt=0, le=10_000_000)]],
+        Meta(
+            max_length=64,
+            description=(
+                "Your purchase price in USD per card, by GPU id or alias: used for that GPU "
+                "instead of the catalog's purchase prices (pricing=owned only)."
+            ),
+        ),
+    ] = msgspec.field(default_factory=dict)
+    usd_per_kwh_by_gpu: Annotated[
+        dict[GpuName, Annotated[float, Meta(ge=0, le=10)]],
+        Meta(
+            max_length=64,
+            description=(
+                "Power price in USD/kWh where that GPU's cards run, by GPU id or alias, "
+                "instead of usd_per_kwh (pricing=owned only)."
+            ),
+        ),
+    ] = msgspec.field(default_factory=dict)
 
 
 class ConstraintsIn(WireIn, kw_only=True):
@@ -138,7 +158,13 @@ class ConstraintsIn(WireIn, kw_only=True):
             min_replicas=self.min_replicas,
             tensor_parallel=tuple(self.tensor_parallel),
             allow_pcie_tensor_parallel=self.allow_pcie_tensor_parallel,
-            owned=OwnedCost(o.amortization_months, o.usd_per_kwh, o.pue),
+            owned=OwnedCost(
+                o.amortization_months,
+                o.usd_per_kwh,
+                o.pue,
+                tuple(o.card_usd.items()),
+                tuple(o.usd_per_kwh_by_gpu.items()),
+            ),
         )
 
 

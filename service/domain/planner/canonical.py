@@ -182,6 +182,22 @@ def _max_cards(snapshot: CatalogSnapshot, caps: tuple[tuple[str, int], ...]) -> 
     return out
 
 
+def _per_gpu(
+    snapshot: CatalogSnapshot, values: tuple[tuple[str, float], ...], field: str
+) -> tuple[tuple[str, float], ...]:
+    """Per-GPU amounts by resolved id; two names of one GPU must agree."""
+    out: dict[str, float] = {}
+    for name, value in values:
+        gpu = snapshot.resolve_gpu(name, field_name=f"{field}.{name}").id
+        if gpu in out and out[gpu] != float(value):
+            raise InvalidInput(
+                f"{name} and another name of {gpu} are given different values",
+                field=f"{field}.{name}",
+            )
+        out[gpu] = float(value)
+    return tuple(sorted(out.items()))
+
+
 def _constraints(c: ConstraintsDraft, snapshot: CatalogSnapshot) -> PlanConstraints:
     gpus = _gpu_ids(snapshot, c.gpus, "constraints.gpus") if c.gpus is not None else None
     providers = tuple(sorted({normalize_provider(p) for p in c.providers})) if c.providers else None
@@ -190,7 +206,21 @@ def _constraints(c: ConstraintsDraft, snapshot: CatalogSnapshot) -> PlanConstrai
         amortization_months=float(c.owned.amortization_months),
         usd_per_kwh=float(c.owned.usd_per_kwh),
         pue=float(c.owned.pue),
+        card_usd=_per_gpu(snapshot, c.owned.card_usd, "constraints.owned.card_usd"),
+        usd_per_kwh_by_gpu=_per_gpu(
+            snapshot, c.owned.usd_per_kwh_by_gpu, "constraints.owned.usd_per_kwh_by_gpu"
+        ),
     )
+    if c.pricing != "owned":
+        for name, given in (
+            ("card_usd", owned.card_usd),
+            ("usd_per_kwh_by_gpu", owned.usd_per_kwh_by_gpu),
+        ):
+            if given:
+                raise InvalidInput(
+                    f"{name} prices owned cards; it needs pricing=owned (pricing is {c.pricing})",
+                    field=f"constraints.owned.{name}",
+                )
     return PlanConstraints(
         gpus=gpus,
         exclude_gpus=_gpu_ids(snapshot, c.exclude_gpus, "constraints.exclude_gpus"),

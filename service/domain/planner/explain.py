@@ -200,6 +200,14 @@ def _limit_words(limited_by: str, slo: Slo) -> str:
 def no_candidates_sentence(request: PlanRequest, candidates: Candidates) -> str:
     if not candidates.considered:
         return "No GPU is allowed by the request's gpus/exclude_gpus constraints."
+    rejected = candidates.rejected
+    if rejected and all(r.code == "no_price" for r in rejected.values()):
+        pricing = request.constraints.pricing
+        return (
+            f"No allowed GPU has a usable {pricing} price, so nothing was sized against the SLO: "
+            + "; ".join(rejected[g].reason for g in sorted(rejected))
+            + "."
+        )
     return (
         f"None of the {len(candidates.considered)} allowed GPUs can serve this model and SLO "
         "with the allowed prices; see rejected for the reason per GPU."

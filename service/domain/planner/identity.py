@@ -73,6 +73,13 @@ def canonical_document(request: PlanRequest) -> dict[str, Any]:
                 "amortization_months": owned.amortization_months,
                 "usd_per_kwh": owned.usd_per_kwh,
                 "pue": owned.pue,
+                # Only when given, so requests without them keep their plan ids.
+                **({"card_usd": dict(owned.card_usd)} if owned.card_usd else {}),
+                **(
+                    {"usd_per_kwh_by_gpu": dict(owned.usd_per_kwh_by_gpu)}
+                    if owned.usd_per_kwh_by_gpu
+                    else {}
+                ),
             }
             if c.pricing == "owned"
             else None,

@@ -54,20 +54,46 @@ def owned_card_hour_usd(purchase_usd: float, gpu: GpuSpec, cost: OwnedCost) -> f
     if gpu.tdp_w is None:
         return None
     amortised = purchase_usd / (cost.amortization_months * HOURS_PER_MONTH)
-    power = gpu.tdp_w * cost.pue * cost.usd_per_kwh / 1000.0
+    power = gpu.tdp_w * cost.pue * cost.kwh_price(gpu.id) / 1000.0
     return amortised + power
+
+
+REQUEST_PROVIDER = "request"
+"""The provider name of an owned-card price the request itself gives (``card_usd``)."""
+REQUEST_INSTANCE = "card (price given in the request)"
+
+
+def no_price_reason(gpu_id: str, pricing: PricingChoice) -> str:
+    """Why ``gpu_id`` has no offer of ``pricing``: the catalog holds no such price."""
+    if pricing == "owned":
+        return (
+            f"no owned price for {gpu_id}: the catalog has no purchase price for it; give one "
+            f"with constraints.owned.card_usd"
+        )
+    return f"no {pricing} price for {gpu_id}"
 
 
 def offers_for(
     gpu: GpuSpec, prices: Iterable[PricePoint], constraints: PlanConstraints
 ) -> tuple[list[Offer], str | None]:
-    """The allowed offers of one GPU, and why there are none when the list is empty."""
+    """The allowed offers of one GPU, and why there are none when the list is empty. An owned
+    request's own ``card_usd`` for the GPU replaces the catalog's purchase prices."""
     kind = price_kind_for(constraints.pricing)
+    if constraints.pricing == "owned":
+        given = dict(constraints.owned.card_usd).get(gpu.id)
+        if given is not None:
+            card_hour = owned_card_hour_usd(given, gpu, constraints.owned)
+            if card_hour is None:
+                return [], "no TDP figure to cost the power of owned cards"
+            offer = Offer(
+                gpu.id, REQUEST_PROVIDER, "global", REQUEST_INSTANCE, "owned", card_hour, 0
+            )
+            return [offer], None
     providers = set(constraints.providers) if constraints.providers is not None else None
     regions = set(constraints.regions) if constraints.regions is not None else None
     of_kind = [p for p in prices if p.gpu_id == gpu.id and p.kind == kind]
     if not of_kind:
-        return [], f"no {constraints.pricing} price in the catalog"
+        return [], no_price_reason(gpu.id, constraints.pricing)
     allowed = [
         p
         for p in of_kind
@@ -77,7 +103,7 @@ def offers_for(
     if not allowed:
         where = sorted({p.provider for p in of_kind})
         return [], (
-            f"no {constraints.pricing} price for the allowed providers/regions "
+            f"no {constraints.pricing} price for {gpu.id} from the allowed providers/regions "
             f"(priced at: {', '.join(where)})"
         )
     offers: list[Offer] = []

@@ -54,8 +54,11 @@ def plan(
     )
     prices_as_of = request.as_of or _newest_observation(snapshot)
     if not candidates.items:
+        unpriced = bool(candidates.rejected) and all(
+            r.code == "no_price" for r in candidates.rejected.values()
+        )
         return Plan(
-            status="infeasible",
+            status="no_price" if unpriced else "infeasible",
             fleet=None,
             usd_per_million_output_tokens=None,
             alternatives=(),

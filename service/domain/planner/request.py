@@ -32,11 +32,22 @@ class OwnedCost:
     ``tdp_w * pue * usd_per_kwh / 1000``. Defaults: 36 months (a common straight-line
     depreciation period for servers), 0.12 USD/kWh (a typical US commercial tariff) and PUE 1.3
     (a typical modern data centre); all three are request parameters.
+
+    ``card_usd`` pairs (GPU id, USD per card): the caller's own purchase price, used for that
+    GPU instead of the catalog's purchase prices. ``usd_per_kwh_by_gpu`` pairs (GPU id, USD per
+    kWh): the power price where that GPU's cards run, instead of ``usd_per_kwh``. Both sorted by
+    GPU id once canonical; in a draft the names may be aliases.
     """
 
     amortization_months: float = 36.0
     usd_per_kwh: float = 0.12
     pue: float = 1.3
+    card_usd: tuple[tuple[str, float], ...] = ()
+    usd_per_kwh_by_gpu: tuple[tuple[str, float], ...] = ()
+
+    def kwh_price(self, gpu_id: str) -> float:
+        """USD per kWh for cards of ``gpu_id``."""
+        return dict(self.usd_per_kwh_by_gpu).get(gpu_id, self.usd_per_kwh)
 
 
 @dataclass(frozen=True, slots=True)

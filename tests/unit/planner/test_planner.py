@@ -112,8 +112,13 @@ def test_an_impossible_slo_is_infeasible_with_a_reason_per_gpu() -> None:
 
 def test_no_price_for_the_allowed_providers_is_a_rejection() -> None:
     p = plan(request(gpus=("h100-sxm", "l4"), providers=("nosuchcloud",)), snapshot())
-    assert p.status == "infeasible"
+    # no price to size anything with: said per GPU, not reported as an SLO failure
+    assert p.status == "no_price"
     assert {r.code for r in p.rejected} == {"no_price"}
+    assert all(
+        r.reason.startswith(f"no on_demand price for {r.gpu} from the allowed providers")
+        for r in p.rejected
+    )
 
 
 def test_over_budget_keeps_the_fleet_and_reports_what_the_budget_buys() -> None:

@@ -1,0 +1,215 @@
+"""Owned and reserved pricing: a request's own card prices and power prices, every bundled
+purchase price sourced and dated, and a pricing kind the catalog lacks said per GPU (not an
+SLO failure)."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.api.schemas.flat import body_from_data
+from service.api.schemas.plan_fields import plan_request_from_flat
+from service.api.schemas.plan_request import PlanRequestIn
+from service.domain.catalog import CatalogSnapshot, latest_per_offer
+from service.domain.errors import InvalidInput, UnknownGpu
+from service.domain.llm import resolve_model
+from service.domain.perfmodel import Slo
+from service.domain.planner import (
+    ConstraintsDraft,
+    OwnedCost,
+    PlanConstraints,
+    PlanDraft,
+    PlanRequest,
+    WorkloadBucket,
+    WorkloadDraft,
+    canonical_document,
+    canonical_request,
+    plan,
+)
+from service.store.csv_format import bundled_text, parse_gpus_csv, parse_prices_csv
+
+DATA = Path(__file__).resolve().parents[3] / "service" / "data"
+
+
+@cache
+def snapshot() -> CatalogSnapshot:
+    gpus = tuple(parse_gpus_csv(bundled_text("gpus.csv")))
+    prices = latest_per_offer(parse_prices_csv(bundled_text("prices.csv")))
+    return CatalogSnapshot(revision=1, gpus=gpus, prices=prices)
+
+
+def request(**constraints: Any) -> PlanRequest:
+    return PlanRequest(
+        model=resolve_model("llama-3.1-8b"),
+        precision="bf16",
+        kv_precision="bf16",
+        engine="vllm",
+        qps=5.0,
+        buckets=(WorkloadBucket("b0", 1.0, 512, 128),),
+        slo=Slo(ttft_ms=2000, tpot_ms=80, e2e_ms=None, percentile=95),
+        constraints=PlanConstraints(**constraints),
+    )
+
+
+def draft(constraints: ConstraintsDraft) -> PlanDraft:
+    return PlanDraft(
+        model="llama-3.1-8b",
+        workload=WorkloadDraft(qps=5.0, prompt_tokens=512, output_tokens=128),
+        constraints=constraints,
+    )
+
+
+def purchase_rows() -> list[dict[str, str]]:
+    with (DATA / "prices.csv").open(newline="") as f:
+        return [r for r in csv.DictReader(f) if r["kind"] == "purchase"]
+
+
+def test_every_purchase_row_is_dated_and_says_what_its_price_is() -> None:
+    rows = purchase_rows()
+    assert len({r["gpu_id"] for r in rows}) >= 15
+    for row in rows:
+        assert row["source"].startswith("http"), row
+        assert row["observed_at"][:4].isdigit(), row
+        # a purchase price says whether it is a list price, a street estimate or a listing
+        assert any(
+            word in row["source"]
+            for word in (
+                "list price",
+                "launch price",
+                "street",
+                "Street",
+                "MSRP",
+                "listing",
+                "estimate",
+                "secondary",
+            )
+        ), row
+
+
+def test_a_card_price_given_in_the_request_prices_a_gpu_the_catalog_cannot() -> None:
+    # The L4 has no purchase price in the catalog: refused without one, planned with one.
+    assert not any(p.gpu_id == "l4" and p.kind == "purchase" for p in snapshot().prices)
+    without = plan(request(gpus=("l4",), pricing="owned"), snapshot())
+    assert without.status == "no_price"
+    assert [r.code for r in without.rejected] == ["no_price"]
+    assert "no owned price for l4" in without.rejected[0].reason
+    assert "card_usd" in without.rejected[0].reason
+    owned = OwnedCost(card_usd=(("l4", 2500.0),), usd_per_kwh_by_gpu=(("l4", 0.30),))
+    given = plan(request(gpus=("l4",), pricing="owned", owned=owned), snapshot())
+    assert given.status == "optimal" and given.fleet is not None
+    line = given.fleet.lines[0]
+    assert line.provider == "request" and line.provider_kind == "purchase"
+    # amortised card plus power at the L4's 72 W x PUE 1.3 x its own 0.30 USD/kWh
+    assert line.usd_per_hour / line.cards == pytest.approx(
+        2500.0 / (36 * 730) + 72 * 1.3 * 0.30 / 1000
+    )
+
+
+def test_a_request_card_price_replaces_the_catalogs_for_that_gpu_only() -> None:
+    catalog = plan(request(gpus=("h100-sxm",), pricing="owned"), snapshot())
+    cheaper = OwnedCost(card_usd=(("h100-sxm", 10_000.0),))
+    mine = plan(request(gpus=("h100-sxm",), pricing="owned", owned=cheaper), snapshot())
+    assert catalog.fleet is not None and mine.fleet is not None
+    assert catalog.fleet.lines[0].provider == "street"
+    assert mine.fleet.lines[0].provider == "request"
+    assert mine.fleet.usd_per_hour < catalog.fleet.usd_per_hour
+
+
+def test_a_pricing_kind_without_data_is_said_per_gpu_and_is_not_an_slo_failure() -> None:
+    p = plan(request(gpus=("h100-pcie", "l4"), pricing="reserved_3y"), snapshot())
+    assert p.status == "no_price" and p.fleet is None
+    reasons = {r.gpu: r.reason for r in p.rejected}
+    assert reasons == {
+        "h100-pcie": "no reserved_3y price for h100-pcie",
+        "l4": "no reserved_3y price for l4",
+    }
+    assert "no reserved_3y price for h100-pcie" in p.explanation[0]
+    assert "SLO" not in " ".join(r.code for r in p.rejected)
+    # with one GPU that has the kind, the others are still named per GPU
+    mixed = plan(request(gpus=("h100-pcie", "l40s"), pricing="reserved_3y"), snapshot())
+    assert mixed.status == "optimal" and mixed.fleet is not None
+    assert {line.gpu for line in mixed.fleet.lines} == {"l40s"}
+    assert {r.gpu: r.reason for r in mixed.rejected} == {
+        "h100-pcie": "no reserved_3y price for h100-pcie"
+    }
+
+
+def test_card_prices_resolve_aliases_and_enter_the_canonical_request() -> None:
+    c = ConstraintsDraft(
+        pricing="owned",
+        owned=OwnedCost(card_usd=(("L4", 2500),), usd_per_kwh_by_gpu=(("l4", 0.2),)),
+    )
+    r = canonical_request(draft(c), snapshot())
+    assert r.constraints.owned.card_usd == (("l4", 2500.0),)
+    owned = canonical_document(r)["constraints"]["owned"]
+    assert owned["card_usd"] == {"l4": 2500.0} and owned["usd_per_kwh_by_gpu"] == {"l4": 0.2}
+    plain = canonical_request(draft(replace(c, owned=OwnedCost())), snapshot())
+    assert "card_usd" not in canonical_document(plain)["constraints"]["owned"]
+
+
+@pytest.mark.parametrize(
+    ("owned", "field"),
+    [
+        (OwnedCost(card_usd=(("l4", 2500.0),)), "constraints.owned.card_usd"),
+        (OwnedCost(usd_per_kwh_by_gpu=(("l4", 0.2),)), "constraints.owned.usd_per_kwh_by_gpu"),
+    ],
+)
+def test_owned_card_prices_need_owned_pricing(owned: OwnedCost, field: str) -> None:
+    c = ConstraintsDraft(pricing="on_demand", owned=owned)
+    with pytest.raises(InvalidInput) as caught:
+        canonical_request(draft(c), snapshot())
+    assert caught.value.field == field
+
+
+def test_an_unknown_gpu_in_card_usd_is_named() -> None:
+    c = ConstraintsDraft(pricing="owned", owned=OwnedCost(card_usd=(("nope-9000", 1.0),)))
+    with pytest.raises(UnknownGpu) as caught:
+        canonical_request(draft(c), snapshot())
+    assert caught.value.field == "constraints.owned.card_usd.nope-9000"
+
+
+def test_card_prices_from_the_command_line_and_the_body_agree() -> None:
+    flat = plan_request_from_flat(
+        {
+            "model": "llama-3.1-8b",
+            "qps": 5,
+            "prompt_tokens": 512,
+            "output_tokens": 128,
+            "pricing": "owned",
+            "card_usd": ("l4=2500", "t4=900.5"),
+            "usd_per_kwh": 0.2,
+            "usd_per_kwh_by_gpu": ("l4=0.3",),
+        }
+    )
+    owned = flat.constraints.owned
+    assert owned.card_usd == {"l4": 2500.0, "t4": 900.5}
+    assert owned.usd_per_kwh == 0.2 and owned.usd_per_kwh_by_gpu == {"l4": 0.3}
+    with pytest.raises(InvalidInput) as caught:
+        plan_request_from_flat(
+            {
+                "model": "llama-3.1-8b",
+                "qps": 5,
+                "prompt_tokens": 512,
+                "output_tokens": 128,
+                "card_usd": ("l4=cheap",),
+            }
+        )
+    assert caught.value.field == "constraints.owned.card_usd"
+
+
+@pytest.mark.parametrize("value", [0, -5, 20_000_000])
+def test_a_card_price_out_of_range_is_refused_naming_the_field(value: float) -> None:
+    body = {
+        "model": "llama-3.1-8b",
+        "workload": {"qps": 5, "prompt_tokens": 512, "output_tokens": 128},
+        "constraints": {"pricing": "owned", "owned": {"card_usd": {"l4": value}}},
+    }
+    with pytest.raises(InvalidInput) as caught:
+        body_from_data(PlanRequestIn, body)
+    assert caught.value.field is not None
+    assert caught.value.field.startswith("constraints.owned.card_usd")
