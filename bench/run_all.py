@@ -61,6 +61,13 @@ BENCHES = (
         "*warm* = recurring shapes with a new QPS.",
     ),
     Bench(
+        "curve_sweep",
+        "Uncached curve cost",
+        "The cost-vs-load sweep (40 load points: the plan's own curve, then the whole chart "
+        "with every single-type curve), the cost-vs-SLO curve and the per-GPU table, "
+        "in-process, for one plan; target: a 40-point cost-vs-load curve within 1 s.",
+    ),
+    Bench(
         "estimate_speed",
         "Cost of one estimate",
         "CPU time per call; every call a new shape, so no memoisation.",

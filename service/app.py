@@ -25,6 +25,7 @@ from service import __version__
 from service.api.assets import docs_render_plugins, static_router
 from service.api.auth import AdminKeys
 from service.api.controllers.catalog import CatalogController, PriceIngestController
+from service.api.controllers.curves import CurvesController
 from service.api.controllers.estimate import EstimateController, ModelsController
 from service.api.controllers.health import HealthController
 from service.api.controllers.plans import PlansController
@@ -46,6 +47,7 @@ from service.store.migrate import current_revision, head_revision, upgrade
 from service.store.repositories import CatalogRepository
 from service.usecases.catalog import CatalogService
 from service.usecases.catalog_state import CatalogState
+from service.usecases.charts import CurvesService
 from service.usecases.estimating import EstimatingService
 from service.usecases.planning import LOCAL_ENTRIES, PlanningService
 from service.usecases.price_import import PriceImportService
@@ -71,6 +73,7 @@ class Services:
     plan_cache: PlanCache
     metrics: Metrics
     planning: PlanningService
+    curves: CurvesService
     estimating: EstimatingService
     price_import: PriceImportService
 
@@ -95,6 +98,10 @@ def provide_metrics(state: State) -> Metrics:
 
 def provide_planning(state: State) -> PlanningService:
     return _services(state).planning
+
+
+def provide_curves(state: State) -> CurvesService:
+    return _services(state).curves
 
 
 def provide_estimating(state: State) -> EstimatingService:
@@ -173,7 +180,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         engine = create_engine(settings.database_url, timeout_s=settings.database_timeout_s)
-        cache = plan_cache or _build_cache(settings, cache_prefix)
+        cache = plan_cache if plan_cache is not None else _build_cache(settings, cache_prefix)
         try:
             await _prepare_schema(settings, engine)
             repo = CatalogRepository(engine)
@@ -183,10 +190,11 @@ def create_app(
                 timeout_s=settings.database_timeout_s,
             )
             await state.start()
+            pool = SolverPool(settings.solver_workers, settings.solver_queue, metrics)
             planning = PlanningService(
                 state,
                 cache,
-                SolverPool(settings.solver_workers, settings.solver_queue, metrics),
+                pool,
                 metrics,
                 ttl_s=settings.plan_cache_ttl_s,
                 time_limit_s=settings.solve_time_limit_s,
@@ -197,6 +205,7 @@ def create_app(
                 plan_cache=cache,
                 metrics=metrics,
                 planning=planning,
+                curves=CurvesService(planning, state, cache, pool, ttl_s=settings.plan_cache_ttl_s),
                 estimating=EstimatingService(state),
                 price_import=PriceImportService(
                     repo, state, clock, timeout_s=settings.database_timeout_s
@@ -233,6 +242,7 @@ def create_app(
             CatalogController,
             ingest_router,
             PlansController,
+            CurvesController,
             EstimateController,
             ModelsController,
             HealthController,
@@ -245,6 +255,7 @@ def create_app(
             "readiness": Provide(provide_readiness, sync_to_thread=False),
             "metrics": Provide(provide_metrics, sync_to_thread=False),
             "planning": Provide(provide_planning, sync_to_thread=False),
+            "curves": Provide(provide_curves, sync_to_thread=False),
             "estimating": Provide(provide_estimating, sync_to_thread=False),
             "price_import": Provide(provide_price_import, sync_to_thread=False),
         },

@@ -225,10 +225,16 @@ def case_strategy(
     existing_ids: dict[str, list[str]],
 ) -> st.SearchStrategy[schemathesis.Case[Any]]:
     """Generated cases; in positive mode, some with a path parameter naming something that
-    exists (``putGpu`` excepted: its random slugs create GPUs, which is its 2xx path)."""
+    exists (``putGpu`` excepted: its random slugs create GPUs, which is its 2xx path; and a
+    parameter naming no stored thing, such as a chart name, is generated from its enum)."""
     generated = operation.as_strategy(mode)
     names = re.findall(r"{(\w+)}", operation.path)
-    if mode is not GenerationMode.POSITIVE or len(names) != 1 or operation.method == "put":
+    if (
+        mode is not GenerationMode.POSITIVE
+        or len(names) != 1
+        or operation.method == "put"
+        or names[0] not in existing_ids
+    ):
         return generated
     pinned = [
         operation.as_strategy(mode, path_parameters={names[0]: value})

@@ -39,7 +39,15 @@ curl -s localhost:8000/v1/catalog | jq -c '{catalog_revision}'
 def test_readme_examples_are_what_the_service_answers() -> None:
     current = readme_examples.README.read_text()
     names = [e.name for e in find_examples(current)]
-    assert names == ["startup", "plan-text", "plan-json", "estimate", "prices-ingest"]
+    assert names == [
+        "startup",
+        "plan-text",
+        "plan-json",
+        "curve-load",
+        "curve-per-gpu",
+        "estimate",
+        "prices-ingest",
+    ]
     changes = diff(current, generate(current))
     assert changes == "", f"README examples drifted; run `make readme`:\n{changes}"
 
