@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from service import __version__
 from service.api.assets import docs_render_plugins, static_router
 from service.api.auth import AdminKeys
+from service.api.controllers.benchmarks import BenchmarkController
 from service.api.controllers.catalog import CatalogController, PriceIngestController
 from service.api.controllers.curves import CurvesController
 from service.api.controllers.estimate import EstimateController, ModelsController
@@ -42,9 +43,11 @@ from service.cache.redis import RedisPlanCache
 from service.observability.metrics import CONTENT_TYPE, Metrics
 from service.observability.middleware import RequestContext
 from service.settings import Settings, redact_url
+from service.store.benchmarks import BenchmarkRepository
 from service.store.database import create_engine
 from service.store.migrate import current_revision, head_revision, upgrade
 from service.store.repositories import CatalogRepository
+from service.usecases.benchmarks import BenchmarkService
 from service.usecases.catalog import CatalogService
 from service.usecases.catalog_state import CatalogState
 from service.usecases.charts import CurvesService
@@ -76,6 +79,7 @@ class Services:
     curves: CurvesService
     estimating: EstimatingService
     price_import: PriceImportService
+    benchmarks: BenchmarkService
 
 
 def _services(state: State) -> Services:
@@ -110,6 +114,10 @@ def provide_estimating(state: State) -> EstimatingService:
 
 def provide_price_import(state: State) -> PriceImportService:
     return _services(state).price_import
+
+
+def provide_benchmarks(state: State) -> BenchmarkService:
+    return _services(state).benchmarks
 
 
 @get(
@@ -210,6 +218,12 @@ def create_app(
                 price_import=PriceImportService(
                     repo, state, clock, timeout_s=settings.database_timeout_s
                 ),
+                benchmarks=BenchmarkService(
+                    BenchmarkRepository(engine),
+                    state,
+                    clock,
+                    timeout_s=settings.database_timeout_s,
+                ),
             )
             log.info(
                 "gpuplan started",
@@ -234,7 +248,7 @@ def create_app(
 
     ingest_router = Router(
         path="/",
-        route_handlers=[PriceIngestController, PriceImportController],
+        route_handlers=[PriceIngestController, PriceImportController, BenchmarkController],
         request_max_body_size=settings.max_ingest_body_bytes,
     )
     app = Litestar(
@@ -258,6 +272,7 @@ def create_app(
             "curves": Provide(provide_curves, sync_to_thread=False),
             "estimating": Provide(provide_estimating, sync_to_thread=False),
             "price_import": Provide(provide_price_import, sync_to_thread=False),
+            "benchmarks": Provide(provide_benchmarks, sync_to_thread=False),
         },
         exception_handlers=EXCEPTION_HANDLERS,
         request_class=JsonRequest,

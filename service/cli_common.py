@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 import click
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
     from service.settings import Settings
     from service.store.repositories import CatalogRepository
 
@@ -54,14 +56,24 @@ def error_text(exc: BaseException) -> str:
 async def open_repository(settings: Settings) -> AsyncIterator[CatalogRepository]:
     """A repository on the configured database (an embedded SQLite file is migrated first);
     the engine is disposed on exit."""
+
+    from service.store.repositories import CatalogRepository
+
+    async with open_engine(settings) as engine:
+        yield CatalogRepository(engine)
+
+
+@asynccontextmanager
+async def open_engine(settings: Settings) -> AsyncIterator[AsyncEngine]:
+    """The configured database (an embedded SQLite file is migrated first); disposed on
+    exit."""
     from service.store.database import create_engine
     from service.store.migrate import upgrade
-    from service.store.repositories import CatalogRepository
 
     engine = create_engine(settings.database_url, timeout_s=settings.database_timeout_s)
     try:
         if settings.database_backend == "sqlite":
             await upgrade(engine)
-        yield CatalogRepository(engine)
+        yield engine
     finally:
         await engine.dispose()

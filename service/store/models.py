@@ -210,3 +210,52 @@ class PriceImportRow(Base):
     __table_args__ = (
         Index("ix_price_imports_content", "format", "provider", "content_sha256", "observed_at"),
     )
+
+
+class BenchmarkImportRow(Base):
+    """One imported benchmark result file (``POST /v1/benchmarks``, ``gpuplan benchmarks
+    import``). Append-only; ``content_sha256`` is unique, so a file is imported once."""
+
+    __tablename__ = "benchmark_imports"
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
+    content_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    format: Mapped[str] = mapped_column(String(16))
+    filename: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    labels: Mapped[list[str]] = mapped_column(JSON)
+    key_id: Mapped[str] = mapped_column(String(32))
+    imported_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    runs: Mapped[int] = mapped_column(Integer)
+    measurements: Mapped[int] = mapped_column(Integer)
+    context: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class BenchmarkMeasurementRow(Base):
+    """One measured number of an imported file (``domain.benchmarks.Measurement``)."""
+
+    __tablename__ = "benchmark_measurements"
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
+    import_id: Mapped[int] = mapped_column(BigIntId, ForeignKey("benchmark_imports.id"))
+    run: Mapped[int] = mapped_column(Integer)
+    gpu: Mapped[str] = mapped_column(String(64))
+    cards: Mapped[int] = mapped_column(Integer)
+    tensor_parallel: Mapped[int] = mapped_column(Integer)
+    model: Mapped[str] = mapped_column(String(128))
+    precision: Mapped[str] = mapped_column(String(8))
+    kv_precision: Mapped[str] = mapped_column(String(8))
+    engine: Mapped[str] = mapped_column(String(16))
+    engine_version: Mapped[str] = mapped_column(String(32))
+    prompt_tokens: Mapped[float] = mapped_column(Float)
+    output_tokens: Mapped[float] = mapped_column(Float)
+    load: Mapped[str] = mapped_column(String(16))
+    load_value: Mapped[float] = mapped_column(Float)
+    metric: Mapped[str] = mapped_column(String(32))
+    stat: Mapped[str] = mapped_column(String(8))
+    value: Mapped[float] = mapped_column(Float)
+
+    __table_args__ = (
+        CheckConstraint("value > 0", name="value_positive"),
+        Index("ix_benchmark_measurements_import", "import_id"),
+        Index("ix_benchmark_measurements_engine_gpu", "engine", "gpu"),
+    )

@@ -228,6 +228,9 @@ def case_strategy(
     exists (``putGpu`` excepted: its random slugs create GPUs, which is its 2xx path; and a
     parameter naming no stored thing, such as a chart name, is generated from its enum)."""
     generated = operation.as_strategy(mode)
+    file_example = documented_file_example(operation) if mode is GenerationMode.POSITIVE else None
+    if file_example is not None:
+        return st.one_of(generated, file_example)
     names = re.findall(r"{(\w+)}", operation.path)
     if (
         mode is not GenerationMode.POSITIVE
@@ -241,6 +244,32 @@ def case_strategy(
         for value in existing_ids[names[0]]
     ]
     return st.one_of(generated, st.one_of(pinned))
+
+
+def documented_file_example(
+    operation: APIOperation[Any, Any, Any, Any],
+) -> st.SearchStrategy[schemathesis.Case[Any]] | None:
+    """For an operation whose body is a raw file (a string schema) that only imports with the
+    context its query parameters give: the documented example file sent with every documented
+    parameter example, so positive fuzzing reaches the success path too (random text and
+    random GPU names never do). A text media type is preferred: a string sent as
+    ``application/json`` would be encoded as a JSON string, not sent as the file."""
+    raw = operation.definition.raw
+    contents = (raw.get("requestBody") or {}).get("content", {})
+    for media, content in sorted(contents.items(), key=lambda item: "json" in item[0]):
+        examples = content.get("examples") or {}
+        if content.get("schema", {}).get("type") != "string" or not examples:
+            continue
+        query = {
+            p["name"]: next(iter(p["examples"].values()))["value"]
+            for p in raw.get("parameters", [])
+            if p.get("in") == "query" and p.get("examples")
+        }
+        body = next(iter(examples.values()))["value"]
+        return operation.as_strategy(
+            GenerationMode.POSITIVE, query=query, body=body, media_type=media
+        )
+    return None
 
 
 def send_and_check(

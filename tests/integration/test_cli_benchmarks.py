@@ -1,0 +1,40 @@
+"""``gpuplan benchmarks import`` / ``list`` as a user runs them (subprocesses, embedded
+SQLite): a file imports once, missing context names the option, nothing half-written."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_cli import run
+
+pytestmark = pytest.mark.integration
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "benchmarks"
+VLLM = sorted(str(p) for p in FIXTURES.glob("vllm-*.json"))
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("GPUPLAN_")}
+    clean["GPUPLAN_DATA_DIR"] = str(tmp_path / "data")
+    return clean
+
+
+def test_import_files_once_and_list_them(env: dict[str, str]) -> None:
+    context = ["--gpu", "a100-sxm-80gb", "--tensor-parallel", "1", "--precision", "bf16",
+               "--engine-version", "0.11.0", "--label", "team:search"]  # fmt: skip
+    out = run(["benchmarks", "import", *VLLM, *context], env).stdout
+    assert out.count(": imported as #") == 3 and "9 measurements" in out
+    again = run(["benchmarks", "import", VLLM[0], *context], env).stdout
+    assert "already imported as #1" in again
+    listed = run(["benchmarks", "list"], env).stdout.splitlines()
+    assert len(listed) == 3 and all("team:search" in line and "key cli" in line for line in listed)
+
+
+def test_missing_context_names_the_option_and_stores_nothing(env: dict[str, str]) -> None:
+    result = run(["benchmarks", "import", VLLM[0], "--gpu", "a100-sxm-80gb"], env, check=False)
+    assert result.returncode == 1 and "(tensor_parallel)" in result.stderr
+    assert run(["benchmarks", "list"], env).stdout.strip() == "no benchmark files imported"
