@@ -206,6 +206,7 @@ def create_app(
                 metrics,
                 ttl_s=settings.plan_cache_ttl_s,
                 time_limit_s=settings.solve_time_limit_s,
+                defaults=settings.plan_defaults,
                 local_entries=min(settings.plan_cache_max_entries, LOCAL_ENTRIES),
             )
             app.state.services = Services(

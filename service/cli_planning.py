@@ -54,6 +54,7 @@ async def _solve(settings: Settings, draft: PlanDraft) -> SolvedPlan:
             metrics,
             ttl_s=settings.plan_cache_ttl_s,
             time_limit_s=settings.solve_time_limit_s,
+            defaults=settings.plan_defaults,
         )
         try:
             outcome = await planning.solve(draft)

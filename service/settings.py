@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
+from service.domain.planner.request import MixingPolicy, PlanDefaults
+
 PREFIX = "GPUPLAN_"
 MIN_ADMIN_KEY_LENGTH = 16
 
@@ -66,6 +68,23 @@ class Settings:
     catalog_refresh_s: float = 1.0
     redis_timeout_ms: int = 100
     database_timeout_s: float = 2.0
+    headroom: float | None = None
+    max_gpu_types: int = 2
+    min_mix_savings_percent: float = 10.0
+    allow_mixed_vendors: bool = False
+
+    @property
+    def plan_defaults(self) -> PlanDefaults:
+        """What a plan request leaves out of ``headroom`` and ``mixing`` (``headroom`` ``None``:
+        derived from the performance model's validation error)."""
+        return PlanDefaults(
+            headroom=self.headroom,
+            mixing=MixingPolicy(
+                max_gpu_types=self.max_gpu_types,
+                min_mix_savings_percent=self.min_mix_savings_percent,
+                allow_mixed_vendors=self.allow_mixed_vendors,
+            ),
+        )
 
     @property
     def cache_backend(self) -> str:
@@ -198,6 +217,10 @@ KNOWN = frozenset(
         "CATALOG_REFRESH_S",
         "REDIS_TIMEOUT_MS",
         "DATABASE_TIMEOUT_S",
+        "HEADROOM",
+        "MAX_GPU_TYPES",
+        "MIN_MIX_SAVINGS_PERCENT",
+        "ALLOW_MIXED_VENDORS",
     }
 )
 
@@ -290,7 +313,29 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         database_timeout_s=get(
             "DATABASE_TIMEOUT_S", lambda n, r: _float(n, r, minimum=0.05, maximum=300.0), 2.0
         ),
+        headroom=get("HEADROOM", _headroom, None),
+        max_gpu_types=get("MAX_GPU_TYPES", lambda n, r: _int(n, r, minimum=1, maximum=16), 2),
+        min_mix_savings_percent=get(
+            "MIN_MIX_SAVINGS_PERCENT", lambda n, r: _float(n, r, minimum=0.0, maximum=100.0), 10.0
+        ),
+        allow_mixed_vendors=get("ALLOW_MIXED_VENDORS", _bool, False),
     )
+
+
+def _headroom(name: str, raw: str) -> float | None:
+    """``auto`` (derived from the model's validation error) or a fraction in [0, 10]."""
+    if raw.strip().lower() == "auto":
+        return None
+    return _float(name, raw, minimum=0.0, maximum=10.0)
+
+
+def _bool(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("true", "1", "yes"):
+        return True
+    if value in ("false", "0", "no"):
+        return False
+    raise SettingsError(name, f"expected true or false, got {raw!r}")
 
 
 def _log_format(name: str, raw: str) -> LogFormat:

@@ -89,6 +89,8 @@ def plan_text(plan: PlanOut, *, stale: bool = False) -> str:
         + (
             f" + {req.constraints['headroom'] * 100:g}% headroom"
             if req.constraints["headroom"]
+            else " + model-error headroom"
+            if req.constraints["headroom"] is None
             else ""
         )
         + f"   SLO: {limits or 'none'}   pricing: {req.constraints['pricing']}",

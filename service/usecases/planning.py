@@ -45,6 +45,7 @@ from service.domain.catalog import CatalogSnapshot
 from service.domain.errors import NotFound
 from service.domain.moments import to_utc
 from service.domain.planner import (
+    PlanDefaults,
     PlanDraft,
     PlanRequest,
     SolvedPlan,
@@ -132,7 +133,11 @@ class CanonicalMemo:
         self._encoder = msgspec.msgpack.Encoder()
 
     def canonical(
-        self, draft: PlanDraft, snapshot: CatalogSnapshot, time_limit_s: float
+        self,
+        draft: PlanDraft,
+        snapshot: CatalogSnapshot,
+        time_limit_s: float,
+        defaults: PlanDefaults | None = None,
     ) -> tuple[PlanRequest, str]:
         """The canonical request and its plan id at the snapshot's revision."""
         key = (snapshot.revision, self._encoder.encode(draft))
@@ -140,7 +145,7 @@ class CanonicalMemo:
         if found is not None:
             self._entries.move_to_end(key)
             return found
-        request = canonical_request(draft, snapshot, time_limit_s=time_limit_s)
+        request = canonical_request(draft, snapshot, time_limit_s=time_limit_s, defaults=defaults)
         result = (request, plan_id(request, snapshot.revision))
         self._entries[key] = result
         if len(self._entries) > self._max:
@@ -158,6 +163,7 @@ class PlanningService:
         *,
         ttl_s: int,
         time_limit_s: float,
+        defaults: PlanDefaults | None = None,
         local_entries: int = LOCAL_ENTRIES,
         local_bytes: int = LOCAL_BYTES,
     ) -> None:
@@ -171,6 +177,7 @@ class PlanningService:
         self._metrics = metrics
         self._ttl = ttl_s
         self._time_limit_s = time_limit_s
+        self._defaults = defaults or PlanDefaults()
         self._deadline_s = time_limit_s * 4 + 10.0
         self._flights: dict[str, asyncio.Task[SolvedPlan]] = {}
 
@@ -198,7 +205,9 @@ class PlanningService:
             else self._state.current()
         )
         revision = view.snapshot.revision
-        request, pid = self._memo.canonical(draft, view.snapshot, self._time_limit_s)
+        request, pid = self._memo.canonical(
+            draft, view.snapshot, self._time_limit_s, self._defaults
+        )
         if known is not None and known(pid):
             return PlanOutcome(pid, revision, view.stale, None, None)
         found, outcome = await self._read(pid)

@@ -508,9 +508,16 @@ def test_plan_options_and_a_request_file_give_the_same_plan(
         "l40s,h100",
         "--max-cards",
         "h100=8",
-        "--single-type",
+        "--max-gpu-types",
+        "3",
+        "--min-mix-savings-percent",
+        "4.5",
+        "--allow-mixed-vendors",
+        "--headroom",
+        "0.1",
         "--json",
     ]
+    mixing = {"max_gpu_types": 3, "min_mix_savings_percent": 4.5, "allow_mixed_vendors": True}
     body = {
         "model": "llama-3.1-8b",
         "workload": {
@@ -522,15 +529,24 @@ def test_plan_options_and_a_request_file_give_the_same_plan(
         },
         "slo": {"tpot_ms": 70},
         "budget": {"usd_per_month": 7300},
-        "constraints": {"gpus": ["l40s", "h100"], "max_cards": {"h100": 8}, "allow_mix": False},
+        "constraints": {
+            "gpus": ["l40s", "h100"],
+            "max_cards": {"h100": 8},
+            "headroom": 0.1,
+            "mixing": mixing,
+        },
     }
     path = tmp_path / "body.json"
     path.write_text(json.dumps(body))
     flat = json.loads(run(options, env).stdout)
     whole = json.loads(run(["plan", "--request", str(path), "--json"], env).stdout)
     assert flat == whole
-    assert flat["request"]["constraints"]["allow_mix"] is False
+    assert flat["request"]["constraints"]["mixing"] == mixing
+    assert flat["request"]["constraints"]["headroom"] == 0.1
     assert flat["request"]["budget"] == {"usd_per_hour": 10.0}
+    single = json.loads(run([*options[:-1], "--max-gpu-types", "1", "--json"], env).stdout)
+    assert single["request"]["constraints"]["allow_mix"] is False
+    assert single["mixing"]["rule"] == "single_type_required"
 
 
 def test_estimate_runs_locally(env: dict[str, str]) -> None:

@@ -277,6 +277,10 @@ QUERY: dict[str, Any] = {
         ({"qps": -1}, 422, "qps"),
         ({"percentile": 10}, 422, "percentile"),
         ({"pricing": "free"}, 422, "pricing"),
+        ({"max_gpu_types": 0}, 422, "max_gpu_types"),
+        ({"min_mix_savings_percent": 101}, 422, "min_mix_savings_percent"),
+        ({"allow_mixed_vendors": "perhaps"}, 422, "allow_mixed_vendors"),
+        ({"headroom": -0.1}, 422, "headroom"),
     ],
 )
 async def test_query_errors_name_the_query_parameter(
@@ -285,6 +289,72 @@ async def test_query_errors_name_the_query_parameter(
     response = await client.get("/v1/plan", params={**QUERY, **changes})
     assert response.status_code == status, response.text
     assert response.json()["field"] == field, response.json()
+
+
+MIX_QUERY: dict[str, Any] = {
+    **QUERY,
+    "max_gpu_types": 1,
+    "min_mix_savings_percent": 5,
+    "allow_mixed_vendors": "true",
+}
+
+
+async def test_the_mixing_policy_and_headroom_travel_by_body_and_query(client: Client) -> None:
+    by_query = (await client.get("/v1/plan", params=MIX_QUERY)).json()
+    body = {
+        "model": "llama-3.1-8b",
+        "workload": {"qps": 12, "prompt_tokens": 512, "output_tokens": 128},
+        "constraints": {
+            "gpus": ["l4", "l40s"],
+            "mixing": {
+                "max_gpu_types": 1,
+                "min_mix_savings_percent": 5,
+                "allow_mixed_vendors": True,
+            },
+        },
+    }
+    by_body = (await post_plan(client, body)).json()
+    assert by_query["plan_id"] == by_body["plan_id"]
+    echoed = by_body["request"]["constraints"]
+    assert echoed["mixing"] == {
+        "max_gpu_types": 1,
+        "min_mix_savings_percent": 5.0,
+        "allow_mixed_vendors": True,
+    }
+    assert echoed["allow_mix"] is False
+    assert echoed["headroom"] is None  # left out: the model's validation error
+    assert by_body["mixing"]["rule"] == "single_type_required"
+    assert any(a.startswith("Headroom") for a in by_body["assumptions"])
+    plain = (await client.get("/v1/plan", params=QUERY)).json()
+    assert plain["request"]["constraints"]["mixing"] == {
+        "max_gpu_types": 2,
+        "min_mix_savings_percent": 10.0,
+        "allow_mixed_vendors": False,
+    }
+
+
+async def test_server_settings_change_the_defaults_a_request_leaves_out(
+    sqlite_databases: SqliteDatabases, tmp_path: Path
+) -> None:
+    settings = replace(
+        base_settings(await sqlite_databases.fresh(), tmp_path),
+        headroom=0.5,
+        max_gpu_types=3,
+        min_mix_savings_percent=0.0,
+        allow_mixed_vendors=True,
+    )
+    async with AsyncTestClient(create_app(settings)) as client:
+        plain = (await client.get("/v1/plan", params=QUERY)).json()
+        constraints = plain["request"]["constraints"]
+        assert constraints["headroom"] == 0.5
+        assert constraints["mixing"] == {
+            "max_gpu_types": 3,
+            "min_mix_savings_percent": 0.0,
+            "allow_mixed_vendors": True,
+        }
+        asked = (await client.get("/v1/plan", params={**QUERY, "headroom": 0.1})).json()
+        assert asked["request"]["constraints"]["headroom"] == 0.1
+        assert asked["plan_id"] != plain["plan_id"]
 
 
 async def test_query_plans_are_cached_and_answer_304(client: Client) -> None:

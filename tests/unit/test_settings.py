@@ -55,6 +55,15 @@ def test_postgres_url_is_used_as_given() -> None:
         ({"GPUPLAN_REDIS_ULR": "redis://x"}, "GPUPLAN_REDIS_ULR", "not a known setting"),
         ({"GPUPLAN_TRUSTED_PROXIES": "10.0.0.0/8, proxy"}, "GPUPLAN_TRUSTED_PROXIES", "proxy"),
         ({"GPUPLAN_SERVICE_ROLE": "app; DROP"}, "GPUPLAN_SERVICE_ROLE", "role name"),
+        ({"GPUPLAN_HEADROOM": "some"}, "GPUPLAN_HEADROOM", "expected a number"),
+        ({"GPUPLAN_HEADROOM": "-0.1"}, "GPUPLAN_HEADROOM", "between 0.0 and 10.0"),
+        ({"GPUPLAN_MAX_GPU_TYPES": "0"}, "GPUPLAN_MAX_GPU_TYPES", "between 1 and 16"),
+        (
+            {"GPUPLAN_MIN_MIX_SAVINGS_PERCENT": "120"},
+            "GPUPLAN_MIN_MIX_SAVINGS_PERCENT",
+            "between 0.0 and 100.0",
+        ),
+        ({"GPUPLAN_ALLOW_MIXED_VENDORS": "maybe"}, "GPUPLAN_ALLOW_MIXED_VENDORS", "true or false"),
     ],
 )
 def test_a_bad_value_names_the_variable_and_why(
@@ -104,3 +113,23 @@ def test_kubernetes_service_link_variables_are_ignored() -> None:
             "GPUPLAN_API_SERVICE_HOST": "10.0.0.2",
         }
     )
+
+
+def test_plan_defaults_are_built_in_unless_set() -> None:
+    built_in = load_settings({}).plan_defaults
+    assert built_in.headroom is None  # derived from the model's validation error
+    assert built_in.mixing.max_gpu_types == 2
+    assert built_in.mixing.min_mix_savings_percent == 10.0
+    assert built_in.mixing.allow_mixed_vendors is False
+    set_ = load_settings(
+        {
+            "GPUPLAN_HEADROOM": "0.3",
+            "GPUPLAN_MAX_GPU_TYPES": "1",
+            "GPUPLAN_MIN_MIX_SAVINGS_PERCENT": "5",
+            "GPUPLAN_ALLOW_MIXED_VENDORS": "true",
+        }
+    ).plan_defaults
+    assert set_.headroom == 0.3
+    assert (set_.mixing.max_gpu_types, set_.mixing.min_mix_savings_percent) == (1, 5.0)
+    assert set_.mixing.allow_mixed_vendors is True
+    assert load_settings({"GPUPLAN_HEADROOM": "auto"}).plan_defaults.headroom is None

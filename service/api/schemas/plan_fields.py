@@ -67,6 +67,11 @@ PLAN_FIELDS: tuple[FlatField, ...] = (
     FlatField("headroom", "constraints.headroom"),
     FlatField("min_replicas", "constraints.min_replicas"),
     FlatField("allow_mix", "constraints.allow_mix", cli_off="single-type"),
+    FlatField("max_gpu_types", "constraints.mixing.max_gpu_types"),
+    FlatField("min_mix_savings_percent", "constraints.mixing.min_mix_savings_percent"),
+    FlatField(
+        "allow_mixed_vendors", "constraints.mixing.allow_mixed_vendors", cli_off="one-vendor"
+    ),
     FlatField("as_of", "as_of", "Plan with the prices known at this ISO 8601 moment.", query=False),
 )
 

@@ -22,6 +22,7 @@ from service.domain.planner import (
     MIN_SHAPE_QPS,
     BudgetDraft,
     ConstraintsDraft,
+    MixingDraft,
     MixShare,
     OwnedCost,
     PlanDraft,
@@ -121,6 +122,42 @@ class OwnedCostIn(WireIn, kw_only=True):
     ] = msgspec.field(default_factory=dict)
 
 
+class MixingIn(WireIn, kw_only=True):
+    """When a fleet may mix GPU types; a field left out takes the server's default (built in:
+    2 types, 10 % saving, one vendor; reasons in the README)."""
+
+    max_gpu_types: (
+        Annotated[
+            int,
+            Meta(ge=1, le=16, description="Most GPU types in the fleet (default 2; 1: one type)."),
+        ]
+        | None
+    ) = None
+    min_mix_savings_percent: (
+        Annotated[
+            float,
+            Meta(
+                ge=0,
+                le=100,
+                description="A mixed fleet is returned only when it costs at least this many "
+                "percent less than the cheapest single-type fleet (default 10).",
+            ),
+        ]
+        | None
+    ) = None
+    allow_mixed_vendors: (
+        Annotated[
+            bool, Meta(description="Whether one fleet may mix NVIDIA and AMD (default false).")
+        ]
+        | None
+    ) = None
+
+    def to_draft(self) -> MixingDraft:
+        return MixingDraft(
+            self.max_gpu_types, self.min_mix_savings_percent, self.allow_mixed_vendors
+        )
+
+
 class ConstraintsIn(WireIn, kw_only=True):
     gpus: Annotated[list[GpuName], Meta(min_length=1, max_length=64)] | None = None
     exclude_gpus: Annotated[list[GpuName], Meta(max_length=64)] = msgspec.field(
@@ -134,7 +171,19 @@ class ConstraintsIn(WireIn, kw_only=True):
         Meta(max_length=64, description="Availability cap in cards per GPU id or alias."),
     ] = msgspec.field(default_factory=dict)
     allow_mix: bool = True
-    headroom: Annotated[float, Meta(ge=0, le=10, description="0.2 plans for 1.2 x the load.")] = 0.0
+    headroom: (
+        Annotated[
+            float,
+            Meta(
+                ge=0,
+                le=10,
+                description="0.2 plans for 1.2 x the load. Left out: the server's default, "
+                "built in as the performance model's validation error for the engine and each "
+                "card's GPU family.",
+            ),
+        ]
+        | None
+    ) = None
     min_replicas: Annotated[
         int, Meta(ge=0, le=100_000, description="Fewest replicas in the fleet.")
     ] = 1
@@ -143,6 +192,7 @@ class ConstraintsIn(WireIn, kw_only=True):
     )
     allow_pcie_tensor_parallel: bool = False
     owned: OwnedCostIn = msgspec.field(default_factory=OwnedCostIn)
+    mixing: MixingIn = msgspec.field(default_factory=MixingIn)
 
     def to_draft(self) -> ConstraintsDraft:
         o = self.owned
@@ -165,6 +215,7 @@ class ConstraintsIn(WireIn, kw_only=True):
                 tuple(o.card_usd.items()),
                 tuple(o.usd_per_kwh_by_gpu.items()),
             ),
+            mixing=self.mixing.to_draft(),
         )
 
 

@@ -15,6 +15,8 @@ from service.domain.planner import (
     Alternative,
     Fleet,
     FleetLine,
+    MixDecision,
+    MixRule,
     SolvedPlan,
     canonical_document,
 )
@@ -131,6 +133,50 @@ class SavingsOut(WireOut, kw_only=True):
     percent: Annotated[float, Meta(description="Percent of the single-type fleet's cost.")]
 
 
+class MixingOut(WireOut, kw_only=True):
+    """The mixing policy the plan used and the rule that decided the number of GPU types."""
+
+    rule: Annotated[
+        MixRule,
+        Meta(
+            description="single_type_required (max_gpu_types 1), one_type_cheapest, "
+            "mix_saves_enough, mix_saving_below_threshold (the single type is returned, the "
+            "mixed fleet is in mixed_fleet), no_single_type (only a mix meets the request)."
+        ),
+    ]
+    max_gpu_types: int
+    min_mix_savings_percent: float
+    allow_mixed_vendors: bool
+    saving_percent: Annotated[
+        float | None,
+        Meta(description="What the mixed fleet saves against the cheapest single type, %."),
+    ]
+    saving_usd_per_hour: UsdPerHour | None
+    single_type_gpu: str | None
+    mixed_fleet: Annotated[
+        list[FleetLineOut] | None,
+        Meta(description="The cheapest mixed fleet, when the threshold kept it out."),
+    ]
+    mixed_usd_per_hour: UsdPerHour | None
+
+    @classmethod
+    def from_domain(cls, d: MixDecision) -> MixingOut:
+        mixed = d.mixed_fleet
+        return cls(
+            rule=d.rule,
+            max_gpu_types=d.max_gpu_types,
+            min_mix_savings_percent=d.min_mix_savings_percent,
+            allow_mixed_vendors=d.allow_mixed_vendors,
+            saving_percent=_r(d.saving_percent, 2) if d.saving_percent is not None else None,
+            saving_usd_per_hour=(
+                _r(d.saving_usd_per_hour, 4) if d.saving_usd_per_hour is not None else None
+            ),
+            single_type_gpu=d.single_type_gpu,
+            mixed_fleet=[FleetLineOut.from_domain(x) for x in mixed.lines] if mixed else None,
+            mixed_usd_per_hour=_r(mixed.usd_per_hour, 4) if mixed else None,
+        )
+
+
 class RejectionOut(WireOut, kw_only=True):
     gpu: str
     code: str
@@ -172,6 +218,7 @@ class PlanOut(WireOut, kw_only=True):
     fleet: list[FleetLineOut]
     alternatives: list[AlternativeOut]
     savings_vs_best_single_type: SavingsOut | None
+    mixing: MixingOut | None
     rejected: list[RejectionOut]
     max_qps_within_budget: ReqPerS | None
     explanation: list[str]
@@ -211,6 +258,7 @@ class PlanOut(WireOut, kw_only=True):
                 if savings is not None
                 else None
             ),
+            mixing=MixingOut.from_domain(plan.mixing) if plan.mixing is not None else None,
             rejected=[RejectionOut(gpu=r.gpu, code=r.code, reason=r.reason) for r in plan.rejected],
             max_qps_within_budget=(
                 _r(plan.max_qps_within_budget, 3)

@@ -16,6 +16,7 @@ from service.domain.planner.canonical import (
 from service.domain.planner.draft import (
     BudgetDraft,
     ConstraintsDraft,
+    MixingDraft,
     MixShare,
     PlanDraft,
     WorkloadDraft,
@@ -30,8 +31,10 @@ from service.domain.planner.identity import (
 from service.domain.planner.plan import plan
 from service.domain.planner.request import (
     HOURS_PER_MONTH,
+    MixingPolicy,
     OwnedCost,
     PlanConstraints,
+    PlanDefaults,
     PlanRequest,
     WorkloadBucket,
 )
@@ -41,6 +44,8 @@ from service.domain.planner.result import (
     BucketSummary,
     Fleet,
     FleetLine,
+    MixDecision,
+    MixRule,
     Plan,
     Rejection,
     Savings,
@@ -57,10 +62,15 @@ __all__ = [
     "ConstraintsDraft",
     "Fleet",
     "FleetLine",
+    "MixDecision",
+    "MixRule",
     "MixShare",
+    "MixingDraft",
+    "MixingPolicy",
     "OwnedCost",
     "Plan",
     "PlanConstraints",
+    "PlanDefaults",
     "PlanDraft",
     "PlanRequest",
     "Rejection",

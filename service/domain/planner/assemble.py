@@ -51,7 +51,7 @@ def assemble_fleet(
     with_capacity: bool = True,
 ) -> Fleet:
     """Fleet lines of a solution; ``with_capacity`` adds the fleet-wide capacity (one LP)."""
-    headroom = 1.0 + request.constraints.headroom
+    headroom = 1.0 + (request.constraints.headroom or 0.0)
     served: dict[str, dict[str, float]] = {}
     for bucket_key, option_key, rate in solution.served_qps:
         served.setdefault(option_key, {})[bucket_key] = rate / headroom
@@ -62,14 +62,14 @@ def assemble_fleet(
         per_bucket = served.get(option_key, {})
         replicas = units * cand.replicas_per_unit
         time_share = sum(
-            rate / cand.option.capacity_qps[bucket_index[b]] for b, rate in per_bucket.items()
+            rate / cand.model_capacity_qps(bucket_index[b]) for b, rate in per_bucket.items()
         )
         utilization = time_share / units if units else 0.0
         assigned = math.fsum(per_bucket.values())
         if utilization > 0:
             capacity = assigned / utilization
         else:
-            capacity = units * max(cand.option.capacity_qps)
+            capacity = units * max(cand.model_capacity_qps(i) for i in range(len(request.buckets)))
         ttft, tpot = line_latency(request, cand, per_bucket, utilization, bucket_index)
         lines.append(
             FleetLine(
@@ -146,9 +146,14 @@ def latency_at(
     return table[99.0]
 
 
+def _model_caps(cand: Candidate) -> tuple[float, ...]:
+    return tuple(cand.model_capacity_qps(i) for i in range(len(cand.replica_capacity)))
+
+
 def fleet_capacity(request: PlanRequest, candidates: Candidates, solution: FleetSolution) -> float:
-    """The most total QPS (same bucket mix) the chosen units carry within the SLO: an LP over
-    the assignment with the unit counts fixed (maximise the scale ``lam`` of the demand)."""
+    """The most total QPS (same bucket mix) the chosen units carry within the SLO by the model
+    (no headroom): an LP over the assignment with the unit counts fixed (maximise the scale
+    ``lam`` of the demand)."""
     keys = [k for k, _ in solution.units]
     if not keys:
         return 0.0
@@ -156,7 +161,7 @@ def fleet_capacity(request: PlanRequest, candidates: Candidates, solution: Fleet
     shares = [b.share for b in request.buckets]
     if len(keys) == 1:
         # One line serves every bucket: its time budget bounds the mix, lam * sum(share/cap) <= x.
-        caps = candidates.items[keys[0]].option.capacity_qps
+        caps = _model_caps(candidates.items[keys[0]])
         if any(share > 0 and cap <= 0 for share, cap in zip(shares, caps, strict=True)):
             return 0.0
         load = math.fsum(share / cap for share, cap in zip(shares, caps, strict=True) if share > 0)
@@ -173,7 +178,7 @@ def fleet_capacity(request: PlanRequest, candidates: Candidates, solution: Fleet
     a_ub = np.zeros((n_o, n))
     bounds: list[tuple[float, float | None]] = [(0.0, None)] * n
     for g, key in enumerate(keys):
-        caps = candidates.items[key].option.capacity_qps
+        caps = _model_caps(candidates.items[key])
         for s in range(n_b):
             if caps[s] > 0:
                 a_ub[g, s * n_o + g] = 1.0 / caps[s]

@@ -2,7 +2,13 @@
 with per-bucket capacity from the performance model; GPUs with no usable option are rejected
 with the reason. Of the offers of one GPU and instance shape only the cheapest becomes an
 option (``offers.cheapest_per_shape``), and at each tensor-parallel degree an instance that
-smaller, no dearer instances split exactly is left out (``_split_is_cheaper``)."""
+smaller, no dearer instances split exactly is left out (``_split_is_cheaper``).
+
+With the default headroom (``constraints.headroom`` ``None``) an option's capacity is the
+modelled one divided by ``1 + e``, ``e`` the model's validation error for the card's GPU
+family and the engine build (``perfmodel.headroom``); the solver then needs no headroom of its
+own. An explicit headroom is applied by the solver to the demand instead (the same thing for
+every card)."""
 
 from dataclasses import dataclass
 
@@ -13,6 +19,7 @@ from service.domain.perfmodel import (
     RequestShape,
     max_qps_under_slo,
 )
+from service.domain.perfmodel.headroom import ModelHeadroom, model_error_headroom
 from service.domain.planner.offers import Offer, cheapest_per_shape, offers_for
 from service.domain.planner.request import PlanRequest
 from service.domain.planner.result import Rejection
@@ -25,13 +32,22 @@ from service.domain.solver import (
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """One solver option with what the planner needs to turn it back into a fleet line."""
+    """One solver option with what the planner needs to turn it back into a fleet line.
+
+    ``headroom``: the model-error headroom the option's capacity is derated by (``None`` with
+    an explicit headroom); ``option.capacity_qps`` is the modelled capacity divided by
+    ``1 + headroom.fraction``, :meth:`model_capacity_qps` the modelled one."""
 
     option: FleetOption
     offer: Offer
     deployment: Deployment
     replicas_per_unit: int
     replica_capacity: tuple[Capacity, ...]
+    headroom: ModelHeadroom | None = None
+
+    def model_capacity_qps(self, bucket: int) -> float:
+        """Requests/s of bucket ``bucket`` one unit sustains by the model, before headroom."""
+        return self.replica_capacity[bucket].qps * self.replicas_per_unit
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +95,12 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
         if not offers:
             rejected[gpu.id] = Rejection(gpu.id, "no_price", why or "no price")
             continue
+        margin = (
+            model_error_headroom(gpu, request.engine, request.engine_version)
+            if c.headroom is None
+            else None
+        )
+        derate = 1.0 + margin.fraction if margin is not None else 1.0
         fit_reason: str | None = None
         slo_reason: str | None = None
         shape_reason: str | None = None
@@ -126,13 +148,14 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
                         gpu_id=gpu.id,
                         cards_per_unit=cards,
                         usd_per_hour=usd,
-                        capacity_qps=tuple(cap.qps * replicas for cap in caps),
+                        capacity_qps=tuple(cap.qps * replicas / derate for cap in caps),
                         replicas_per_unit=replicas,
                     ),
                     offer=offer,
                     deployment=dep,
                     replicas_per_unit=replicas,
                     replica_capacity=caps,
+                    headroom=margin,
                 )
         if not any(k.startswith(gpu.id + "|") for k in items):
             rejected[gpu.id] = rejection(
@@ -187,10 +210,11 @@ def fleet_problem(request: PlanRequest, candidates: Candidates) -> FleetProblem:
     return FleetProblem(
         buckets=tuple(Bucket(b.key, request.demand_qps(b)) for b in request.buckets),
         options=tuple(candidates.items[k].option for k in sorted(candidates.items)),
-        headroom=c.headroom,
+        headroom=c.headroom if c.headroom is not None else 0.0,
         min_replicas=c.min_replicas,
         max_cards=c.max_cards,
         allow_mix=c.allow_mix,
+        max_gpu_types=c.mixing.max_gpu_types,
         budget_usd_per_hour=request.budget_usd_per_hour,
         time_limit_s=request.time_limit_s,
     )

@@ -11,7 +11,10 @@ Rules, so that equivalent requests share one plan id:
 - GPU names resolve to catalog ids, then are sorted and de-duplicated; two ``max_cards`` caps
   on one GPU keep the smaller; provider ids are lowercased, regions stripped; empty provider
   or region lists mean "any";
-- ``as_of`` moves to UTC (within ``domain.moments``' window).
+- ``as_of`` moves to UTC (within ``domain.moments``' window);
+- what the request leaves out of ``headroom`` and the mixing policy takes the server's
+  ``PlanDefaults`` (so the plan id names the values used); ``allow_mix=false`` is
+  ``max_gpu_types=1``.
 
 Errors are ``InvalidInput`` / ``NotFound`` naming the field by its path in the POST body
 (``workload.mix``, ``constraints.gpus[2]``); other front doors translate paths to their own
@@ -32,14 +35,17 @@ from service.domain.perfmodel import Slo, resolved_engine_version
 from service.domain.planner.draft import (
     BudgetDraft,
     ConstraintsDraft,
+    MixingDraft,
     MixShare,
     PlanDraft,
     WorkloadDraft,
 )
 from service.domain.planner.request import (
     HOURS_PER_MONTH,
+    MixingPolicy,
     OwnedCost,
     PlanConstraints,
+    PlanDefaults,
     PlanRequest,
     WorkloadBucket,
 )
@@ -53,12 +59,18 @@ MIN_SHAPE_QPS = 1e-6
 
 
 def canonical_request(
-    draft: PlanDraft, snapshot: CatalogSnapshot, *, time_limit_s: float = 2.0
+    draft: PlanDraft,
+    snapshot: CatalogSnapshot,
+    *,
+    time_limit_s: float = 2.0,
+    defaults: PlanDefaults | None = None,
 ) -> PlanRequest:
     """The canonical request for ``draft`` against the GPUs of ``snapshot``.
 
     ``time_limit_s`` (seconds per MILP solve) is carried along for the planner; it is not
-    part of the request's identity. Raises ``InvalidInput`` or ``NotFound`` naming the field.
+    part of the request's identity. ``defaults``: the server's defaults for what the draft
+    leaves out (``None``: the built-in ones). Raises ``InvalidInput`` or ``NotFound`` naming
+    the field.
     """
     model = resolve_requested_model(draft.model)
     return PlanRequest(
@@ -71,7 +83,7 @@ def canonical_request(
         buckets=_buckets(draft.workload, model),
         slo=_slo(draft.slo),
         budget_usd_per_hour=_budget_usd_per_hour(draft.budget),
-        constraints=_constraints(draft.constraints, snapshot),
+        constraints=_constraints(draft.constraints, snapshot, defaults or PlanDefaults()),
         as_of=to_utc(draft.as_of, "as_of") if draft.as_of is not None else None,
         time_limit_s=time_limit_s,
         model_spec=None if isinstance(draft.model, str) else draft.model,
@@ -198,7 +210,26 @@ def _per_gpu(
     return tuple(sorted(out.items()))
 
 
-def _constraints(c: ConstraintsDraft, snapshot: CatalogSnapshot) -> PlanConstraints:
+def _mixing(m: MixingDraft, default: MixingPolicy, allow_mix: bool) -> MixingPolicy:
+    types = m.max_gpu_types if m.max_gpu_types is not None else default.max_gpu_types
+    return MixingPolicy(
+        max_gpu_types=1 if not allow_mix else types,
+        min_mix_savings_percent=float(
+            m.min_mix_savings_percent
+            if m.min_mix_savings_percent is not None
+            else default.min_mix_savings_percent
+        ),
+        allow_mixed_vendors=(
+            m.allow_mixed_vendors
+            if m.allow_mixed_vendors is not None
+            else default.allow_mixed_vendors
+        ),
+    )
+
+
+def _constraints(
+    c: ConstraintsDraft, snapshot: CatalogSnapshot, defaults: PlanDefaults
+) -> PlanConstraints:
     gpus = _gpu_ids(snapshot, c.gpus, "constraints.gpus") if c.gpus is not None else None
     providers = tuple(sorted({normalize_provider(p) for p in c.providers})) if c.providers else None
     regions = tuple(sorted({r.strip() for r in c.regions})) if c.regions else None
@@ -221,6 +252,8 @@ def _constraints(c: ConstraintsDraft, snapshot: CatalogSnapshot) -> PlanConstrai
                     f"{name} prices owned cards; it needs pricing=owned (pricing is {c.pricing})",
                     field=f"constraints.owned.{name}",
                 )
+    mixing = _mixing(c.mixing, defaults.mixing, c.allow_mix)
+    headroom = c.headroom if c.headroom is not None else defaults.headroom
     return PlanConstraints(
         gpus=gpus,
         exclude_gpus=_gpu_ids(snapshot, c.exclude_gpus, "constraints.exclude_gpus"),
@@ -228,10 +261,11 @@ def _constraints(c: ConstraintsDraft, snapshot: CatalogSnapshot) -> PlanConstrai
         regions=regions,
         pricing=c.pricing,
         max_cards=tuple(sorted(_max_cards(snapshot, c.max_cards).items())),
-        allow_mix=c.allow_mix,
-        headroom=float(c.headroom),
+        allow_mix=c.allow_mix and mixing.max_gpu_types != 1,
+        headroom=float(headroom) if headroom is not None else None,
         min_replicas=c.min_replicas,
         tensor_parallel=tuple(sorted(set(c.tensor_parallel))),
         allow_pcie_tensor_parallel=c.allow_pcie_tensor_parallel,
         owned=owned,
+        mixing=mixing,
     )

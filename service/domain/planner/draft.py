@@ -46,8 +46,19 @@ class BudgetDraft:
 
 
 @dataclass(frozen=True, slots=True)
+class MixingDraft:
+    """The mixing policy as asked; ``None`` takes the server's default."""
+
+    max_gpu_types: int | None = None
+    min_mix_savings_percent: float | None = None
+    allow_mixed_vendors: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ConstraintsDraft:
-    """GPU names may be ids or aliases in any case; ``max_cards`` pairs (name, cards)."""
+    """GPU names may be ids or aliases in any case; ``max_cards`` pairs (name, cards).
+    ``headroom`` ``None`` takes the server's default (by default derived from the model's
+    validation error)."""
 
     gpus: tuple[str, ...] | None = None
     exclude_gpus: tuple[str, ...] = ()
@@ -56,11 +67,12 @@ class ConstraintsDraft:
     pricing: PricingChoice = "on_demand"
     max_cards: tuple[tuple[str, int], ...] = ()
     allow_mix: bool = True
-    headroom: float = 0.0
+    headroom: float | None = None
     min_replicas: int = 1
     tensor_parallel: tuple[int, ...] = (1, 2, 4, 8)
     allow_pcie_tensor_parallel: bool = False
     owned: OwnedCost = field(default_factory=OwnedCost)
+    mixing: MixingDraft = field(default_factory=MixingDraft)
 
 
 DEFAULT_SLO = Slo(ttft_ms=None, tpot_ms=None, e2e_ms=None, percentile=95.0)

@@ -6,6 +6,7 @@ from service.domain.perfmodel import (
     Slo,
     estimate,
 )
+from service.domain.perfmodel.headroom import ModelHeadroom
 from service.domain.planner.candidates import Candidates
 from service.domain.planner.request import HOURS_PER_MONTH, PlanRequest
 from service.domain.planner.result import Alternative, Fleet, FleetLine, Rejection, Savings
@@ -98,6 +99,8 @@ def explain(
     load = f"{request.qps:g} req/s"
     if c.headroom:
         load += f" plus {c.headroom * 100:g}% headroom"
+    elif c.headroom is None:
+        load += " plus headroom for the model's error (see assumptions)"
     sentences.append(
         f"Cheapest fleet for {load} within {', '.join(limits) or 'no latency limit'}: "
         + "; ".join(_line_words(line) for line in fleet.lines)
@@ -142,13 +145,6 @@ def explain(
             f"The solver stopped at its {request.time_limit_s:g} s time limit; this is the best "
             f"fleet found (within {solution.mip_gap * 100:.2g}% of optimal)."
         )
-    if savings is not None and savings.usd_per_hour > 0.005:
-        sentences.append(
-            f"Mixing GPU types saves {_money(savings.usd_per_hour)}/hour ({savings.percent:.1f}%) "
-            f"against the cheapest single-type fleet ({savings.versus_gpu})."
-        )
-    elif alternatives and not c.allow_mix:
-        sentences.append("allow_mix=false: the fleet uses one GPU type.")
     return tuple(sentences)
 
 
@@ -214,6 +210,21 @@ def no_candidates_sentence(request: PlanRequest, candidates: Candidates) -> str:
     )
 
 
+def _model_headroom_words(candidates: Candidates, solution: FleetSolution | None) -> list[str]:
+    """The default headroom on each GPU family in the fleet (every candidate's without one)."""
+    keys = [k for k, _ in solution.units] if solution is not None else sorted(candidates.items)
+    margins: dict[str, ModelHeadroom] = {}
+    for key in keys:
+        margin = candidates.items[key].headroom
+        if margin is not None:
+            margins.setdefault(margin.family, margin)
+    return [
+        f"Headroom (default: the performance model's validation error): each card is planned "
+        f"for (1 + e) x its load, e = {m.basis}."
+        for _, m in sorted(margins.items())
+    ]
+
+
 def assumptions(
     request: PlanRequest, candidates: Candidates, solution: FleetSolution | None
 ) -> tuple[str, ...]:
@@ -227,6 +238,8 @@ def assumptions(
     )
     if c.headroom:
         out.append(f"Capacity is planned for {1 + c.headroom:g} x the target load (headroom).")
+    elif c.headroom is None:
+        out.extend(_model_headroom_words(candidates, solution))
     out.append(
         "A replica's cards sit in one instance and instances are billed whole; a month is "
         f"{HOURS_PER_MONTH:g} hours."

@@ -18,7 +18,7 @@ import msgspec
 from service.domain.planner.request import PlanRequest
 from service.domain.planner.result import Plan
 
-PLAN_ID_VERSION = 2
+PLAN_ID_VERSION = 3
 
 _sorted_json = msgspec.json.Encoder(order="sorted")
 
@@ -69,6 +69,11 @@ def canonical_document(request: PlanRequest) -> dict[str, Any]:
             "min_replicas": c.min_replicas,
             "tensor_parallel": list(c.tensor_parallel),
             "allow_pcie_tensor_parallel": c.allow_pcie_tensor_parallel,
+            "mixing": {
+                "max_gpu_types": c.mixing.max_gpu_types,
+                "min_mix_savings_percent": c.mixing.min_mix_savings_percent,
+                "allow_mixed_vendors": c.mixing.allow_mixed_vendors,
+            },
             "owned": {
                 "amortization_months": owned.amortization_months,
                 "usd_per_kwh": owned.usd_per_kwh,

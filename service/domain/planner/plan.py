@@ -7,8 +7,9 @@ Estimate, then solve, then assemble:
    the price of one billed unit (an instance, or an owned replica). GPUs with no usable option
    become ``rejected`` entries with the reason.
 2. **Solve.** One MILP (``service.domain.solver``) picks integer units and assigns each
-   bucket's load; the same candidates solved per GPU type give the single-type alternatives;
-   a budget adds the most load the budget can carry.
+   bucket's load, within ``max_gpu_types``; the same candidates solved per GPU type give the
+   single-type alternatives; a budget adds the most load the budget can carry. The mixing
+   policy (``mixing``) then applies the one-vendor rule and the savings threshold.
 3. **Assemble.** Fleet lines with their load, capacity and predicted latency at the SLO
    percentile, cost per hour, month and million output tokens, and plain-sentence explanations.
 
@@ -33,9 +34,10 @@ from service.domain.planner.explain import (
     no_candidates_sentence,
     single_type_rejection,
 )
+from service.domain.planner.mixing import decide, decision_sentence, one_vendor_solve
 from service.domain.planner.request import PlanRequest
 from service.domain.planner.result import BucketSummary, Plan, Rejection, Savings, plan_status
-from service.domain.solver import max_qps_within_budget, solve_fleet
+from service.domain.solver import solve_single_type
 
 
 def plan(
@@ -43,9 +45,9 @@ def plan(
 ) -> Plan:
     """Solve one fleet request against one catalog snapshot.
 
-    The main solve, the single-type alternatives and the budget solve are independent; with an
-    ``executor`` they run concurrently (HiGHS releases the GIL), else one after the other. The
-    answer is the same either way.
+    The main solve (with its budget solve) and the single-type alternatives are independent;
+    with an ``executor`` they run concurrently (HiGHS releases the GIL), else one after the
+    other. The answer is the same either way.
     """
     candidates = build_candidates(request, snapshot)
     buckets = tuple(
@@ -74,24 +76,19 @@ def plan(
     problem = fleet_problem(request, candidates)
     if executor is not None:
         singles_job = executor.submit(single_type_fleets, request, candidates, problem)
-        budget_job = (
-            executor.submit(max_qps_within_budget, problem)
-            if request.budget_usd_per_hour is not None
-            else None
-        )
-        solution = solve_fleet(problem)
-        fleet = assemble_fleet(request, candidates, solution) if solution.has_fleet else None
+        solution, budget_qps = one_vendor_solve(problem, candidates, request)
         singles, alternatives = singles_job.result()
-        budget_qps = budget_job.result() if budget_job is not None else None
-        if solution.max_qps_within_budget is not None:
-            budget_qps = solution.max_qps_within_budget
     else:
-        solution = solve_fleet(problem)
-        fleet = assemble_fleet(request, candidates, solution) if solution.has_fleet else None
+        solution, budget_qps = one_vendor_solve(problem, candidates, request)
         singles, alternatives = single_type_fleets(request, candidates, problem)
-        budget_qps = (
-            max_qps_within_budget(problem) if request.budget_usd_per_hour is not None else None
-        )
+    fleet = assemble_fleet(request, candidates, solution) if solution.has_fleet else None
+    decision = decide(request, fleet, alternatives)
+    if decision.rule == "mix_saving_below_threshold" and decision.single_type_gpu is not None:
+        gpu = decision.single_type_gpu
+        solution = singles[gpu]
+        fleet = assemble_fleet(request, candidates, solution)
+        if request.budget_usd_per_hour is not None:
+            budget_qps = solve_single_type(problem, gpu, with_max_qps=True).max_qps_within_budget
     rejected = dict(candidates.rejected)
     in_fleet = {line.gpu for line in fleet.lines} if fleet else set()
     for gpu, sol in singles.items():
@@ -119,10 +116,12 @@ def plan(
         max_qps_within_budget=budget_qps,
         explanation=explain(
             request, candidates, solution, fleet, alternatives, savings, budget_qps, problem
-        ),
+        )
+        + ((decision_sentence(decision),) if fleet is not None else ()),
         assumptions=assumptions(request, candidates, solution if solution.has_fleet else None),
         buckets=buckets,
         prices_as_of=prices_as_of,
+        mixing=decision,
     )
 
 

@@ -51,6 +51,34 @@ class OwnedCost:
 
 
 @dataclass(frozen=True, slots=True)
+class MixingPolicy:
+    """When a fleet may mix GPU types.
+
+    * ``max_gpu_types`` (default 2): each GPU type is another node pool, image and on-call
+      runbook; two covers the usual "big card for long prompts, small card for the rest".
+    * ``min_mix_savings_percent`` (default 10): a mixed fleet is returned only when it costs at
+      least this much less than the cheapest single-type fleet, since below that the saving
+      is within the performance model's own error and does not pay for a second pool.
+    * ``allow_mixed_vendors`` (default False): NVIDIA and AMD cards need different images,
+      drivers and engine builds; a fleet stays with one vendor unless this is set.
+    """
+
+    max_gpu_types: int = 2
+    min_mix_savings_percent: float = 10.0
+    allow_mixed_vendors: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PlanDefaults:
+    """Server-wide defaults for what a request leaves out (``GPUPLAN_*`` settings).
+    ``headroom`` ``None``: derived per GPU family from the model's validation error
+    (``perfmodel.headroom``)."""
+
+    headroom: float | None = None
+    mixing: MixingPolicy = field(default_factory=MixingPolicy)
+
+
+@dataclass(frozen=True, slots=True)
 class WorkloadBucket:
     """One request shape of the workload and its share of the total QPS (shares sum to 1)."""
 
@@ -63,7 +91,10 @@ class WorkloadBucket:
 @dataclass(frozen=True, slots=True)
 class PlanConstraints:
     """What the fleet may use. GPU ids are resolved catalog ids; ``None`` means "any".
-    ``pricing = "owned"`` amortises purchase prices and adds power (``owned``)."""
+    ``pricing = "owned"`` amortises purchase prices and adds power (``owned``). ``headroom``
+    ``None``: each card's capacity is derated by the model's validation error for its GPU
+    family and the engine (``perfmodel.headroom``); a number applies that fraction to every
+    card."""
 
     gpus: tuple[str, ...] | None = None
     exclude_gpus: tuple[str, ...] = ()
@@ -72,11 +103,12 @@ class PlanConstraints:
     pricing: PricingChoice = "on_demand"
     max_cards: tuple[tuple[str, int], ...] = ()
     allow_mix: bool = True
-    headroom: float = 0.0
+    headroom: float | None = None
     min_replicas: int = 1
     tensor_parallel: tuple[int, ...] = (1, 2, 4, 8)
     allow_pcie_tensor_parallel: bool = False
     owned: OwnedCost = field(default_factory=OwnedCost)
+    mixing: MixingPolicy = field(default_factory=MixingPolicy)
 
 
 @dataclass(frozen=True, slots=True)

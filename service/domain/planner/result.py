@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import get_args
+from typing import Literal, get_args
 
 from service.domain.planner.request import HOURS_PER_MONTH
 from service.domain.providers import ProviderKind
@@ -113,6 +113,40 @@ class BucketSummary:
     qps: float
 
 
+MixRule = Literal[
+    "single_type_required",
+    "one_type_cheapest",
+    "mix_saves_enough",
+    "mix_saving_below_threshold",
+    "no_single_type",
+]
+"""Which rule decided the number of GPU types in the fleet:
+
+* ``single_type_required``: ``max_gpu_types`` is 1 (or ``allow_mix`` false);
+* ``one_type_cheapest``: the cheapest fleet within the policy uses one GPU type anyway;
+* ``mix_saves_enough``: the mixed fleet saves at least ``min_mix_savings_percent``;
+* ``mix_saving_below_threshold``: it saves less, so the cheapest single type is returned;
+* ``no_single_type``: no single GPU type meets the request, so the mix is returned whatever
+  it saves."""
+
+
+@dataclass(frozen=True, slots=True)
+class MixDecision:
+    """What the mixing policy decided. ``mixed_fleet`` is the cheapest mixed fleet within the
+    policy when it was *not* returned (rule ``mix_saving_below_threshold``); ``saving_percent``
+    is what a mixed fleet saves against the cheapest single-type one (``None`` when there is no
+    mixed fleet, or no single-type one to compare with)."""
+
+    rule: MixRule
+    max_gpu_types: int
+    min_mix_savings_percent: float
+    allow_mixed_vendors: bool
+    saving_percent: float | None = None
+    saving_usd_per_hour: float | None = None
+    mixed_fleet: Fleet | None = None
+    single_type_gpu: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     """The planner's answer. ``fleet`` is ``None`` only when the status is ``infeasible``."""
@@ -128,3 +162,4 @@ class Plan:
     assumptions: tuple[str, ...]
     buckets: tuple[BucketSummary, ...]
     prices_as_of: datetime | None
+    mixing: MixDecision | None = None

@@ -3,7 +3,7 @@ GPU costs for this workload. Pure: the request and the snapshot in, values out.
 
 * **Cost vs load** (:func:`cost_vs_load`). The candidates are built once, at the request's
   SLO; each load point scales every bucket's demand by the same factor and re-solves only the
-  MILP, for the plan's policy (its constraints, mix or not) and for each GPU alone. Costs are
+  MILP, for the plan's policy (its constraints and mixing policy) and for each GPU alone. Costs are
   USD/hour with the budget ignored (the budget is reported beside the curve). The cheapest cost
   never falls as load grows (any fleet serving more serves less), so a fleet found at one point
   is still the cheapest at every later point it can carry: with its assignment scaled, up to
@@ -28,12 +28,14 @@ from typing import Literal
 from service.domain.catalog import CatalogSnapshot
 from service.domain.errors import InvalidInput
 from service.domain.planner.candidates import Candidates, build_candidates, fleet_problem
+from service.domain.planner.mixing import policy_usd_per_hour, vendor_scopes
 from service.domain.planner.request import PlanRequest
 from service.domain.solver import (
     Bucket,
     FleetProblem,
     FleetSolution,
     SolveStatus,
+    cheapest_single_type,
     solve_fleet,
     solve_single_type,
 )
@@ -151,8 +153,10 @@ def cost_vs_load(
         return LoadCurve(request.qps, request.budget_usd_per_hour, (), 0)
     base = replace(fleet_problem(request, built), budget_usd_per_hour=None)
     factors = tuple(q / request.qps for q in loads)
+    vendors = vendor_scopes(base, built, request)
 
-    def sweep(gpu: str | None) -> tuple[tuple[CurvePoint, ...], int]:
+    def sweep(scope: tuple[FleetProblem, str | None]) -> tuple[tuple[CurvePoint, ...], int]:
+        problem, gpu = scope
         solves = 0
         points: list[CurvePoint] = []
         held: tuple[float, float] | None = None  # (USD/hour, largest factor it carries)
@@ -160,7 +164,7 @@ def cost_vs_load(
             if held is not None and factor <= held[1]:
                 points.append(CurvePoint(load, held[0]))
                 continue
-            scaled = _scaled(base, factor)
+            scaled = _scaled(problem, factor)
             solution = solve_fleet(scaled) if gpu is None else _single(scaled, gpu)
             solves += 1
             if not solution.has_fleet:
@@ -175,14 +179,41 @@ def cost_vs_load(
             )
         return tuple(points), solves
 
-    scopes: list[str | None] = [None, *(canonicalize(base).gpus if single_types else ())]
+    # The plan's series follows the mixing policy: the cheapest fleet of each vendor's scope
+    # (one scope when vendors may mix), then the single-type fleet unless the mix saves
+    # min_mix_savings_percent; so the singles are swept even when not shown.
+    gpus = canonicalize(base).gpus
+    scopes: list[tuple[FleetProblem, str | None]] = [
+        *((v, None) for v in vendors),
+        *((base, gpu) for gpu in gpus),
+    ]
     swept = list(executor.map(sweep, scopes)) if executor is not None else list(map(sweep, scopes))
-    series = tuple(
-        CostSeries(PLAN_SERIES if gpu is None else gpu, gpu, points)
-        for gpu, (points, _) in zip(scopes, swept, strict=True)
+    mixed = _cheapest_per_load([p for p, _ in swept[: len(vendors)]], len(loads))
+    singles = [p for p, _ in swept[len(vendors) :]]
+    best = _cheapest_per_load(singles, len(loads))
+    plan_points = tuple(
+        CurvePoint(load, policy_usd_per_hour(request, m, b))
+        for load, m, b in zip(loads, mixed, best, strict=True)
+    )
+    series = (
+        CostSeries(PLAN_SERIES, None, plan_points),
+        *(
+            CostSeries(gpu, gpu, points)
+            for gpu, points in zip(gpus, singles, strict=True)
+            if single_types
+        ),
     )
     solves = sum(n for _, n in swept)
     return LoadCurve(request.qps, request.budget_usd_per_hour, series, solves)
+
+
+def _cheapest_per_load(series: list[tuple[CurvePoint, ...]], n_loads: int) -> list[float | None]:
+    """Per load, the lowest cost among ``series`` (``None`` when none has a fleet there)."""
+    out: list[float | None] = []
+    for i in range(n_loads):
+        costs = [c for s in series if (c := s[i].usd_per_hour) is not None]
+        out.append(min(costs) if costs else None)
+    return out
 
 
 def _scaled(problem: FleetProblem, factor: float) -> FleetProblem:
@@ -234,10 +265,14 @@ def cost_vs_slo(request: PlanRequest, snapshot: CatalogSnapshot) -> SloCurve:
             built = build_candidates(varied, snapshot)
             cost = None
             if built.items:
-                solution = solve_fleet(
-                    replace(fleet_problem(varied, built), budget_usd_per_hour=None)
+                problem = replace(fleet_problem(varied, built), budget_usd_per_hour=None)
+                costs = [solve_fleet(p) for p in vendor_scopes(problem, built, varied)]
+                singles = cheapest_single_type(problem).values()
+                cost = policy_usd_per_hour(
+                    varied,
+                    min((x.usd_per_hour for x in costs if x.has_fleet), default=None),
+                    min((x.usd_per_hour for x in singles if x.has_fleet), default=None),
                 )
-                cost = solution.usd_per_hour if solution.has_fleet else None
             points.append(CurvePoint(value, cost))
         series.append(CostSeries(metric, None, tuple(points)))
     return SloCurve(tuple(moved), request.slo.percentile, tuple(series))

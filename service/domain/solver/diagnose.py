@@ -115,7 +115,8 @@ def max_replicas_allowed(canon: Canon, gpu_id: str | None) -> float:
 
     Per GPU that is a bounded knapsack (cards ``tp[g]`` per unit, value ``rpu[g]`` per unit,
     ``x[g] <= min(max_units, floor(K / tp[g]))``), solved exactly by
-    :func:`_most_replicas_on_gpu`. Single-type problems take the best GPU; mixes add them up.
+    :func:`_most_replicas_on_gpu`. Single-type problems take the best GPU; mixes add them up
+    (the best ``max_gpu_types`` of them under a type limit).
     """
     usable = usable_options(canon, gpu_id)
     bound = cap_bound(canon)
@@ -136,7 +137,11 @@ def max_replicas_allowed(canon: Canon, gpu_id: str | None) -> float:
     if not per_gpu:
         return 0.0
     single = gpu_id is not None or not canon.allow_mix
-    return max(per_gpu) if single else math.fsum(per_gpu)
+    if single:
+        return max(per_gpu)
+    if canon.max_gpu_types >= 2:
+        return math.fsum(sorted(per_gpu, reverse=True)[: canon.max_gpu_types])
+    return math.fsum(per_gpu)
 
 
 def _most_replicas_on_gpu(

@@ -21,7 +21,8 @@ Variables::
 
     x[g]   in Z>=0   units of option g
     z[s,g] >= 0      requests/s of bucket s served by g (only where cap[s,g] > 0)
-    y[i]   in {0,1}  GPU i is the one type (only when allow_mix is False and >1 GPU remains)
+    y[i]   in {0,1}  GPU i is used (only when allow_mix is False and >1 GPU remains, or
+                     max_gpu_types = T >= 2 and more than T GPUs remain)
 
 Objective (USD/hour)::
 
@@ -36,6 +37,7 @@ Constraints (labelled the same way in the code)::
                     x[g] <= u[g]                                for every capped g  (units)
     C4 redundancy   sum_g r[g] * x[g] >= m                      (model replicas)
     C5 single type  sum_i y[i] = 1;  x[g] <= U[g] * y[gpu(g)]   when allow_mix is False
+       type limit   sum_i y[i] <= T; x[g] <= U[g] * y[gpu(g)]   when max_gpu_types = T >= 2
     C6 budget       sum_g c[g] * x[g] <= B                      (only in the load-scaling solve)
 
 Numerics: C1 rows are divided by D[s] (dimensionless fractions). With a single demanded
@@ -193,7 +195,7 @@ def _layout(canon: Canon, sel: Selection, extra: int = 0) -> Layout:
     pair_s, pair_j = np.nonzero(servable)  # row-major: sorted by bucket, then option
     y_gpus = (
         np.unique(canon.gpu_of[sel.cols]).astype(np.int64)
-        if sel.single_type
+        if sel.type_rows
         else np.zeros(0, np.int64)
     )
     return Layout(sel, pair_s.astype(np.int64), pair_j.astype(np.int64), y_gpus, extra)
@@ -259,7 +261,7 @@ def _core_rows(canon: Canon, lay: Layout, *, scale_col: int | None, soft_caps: b
             np.inf,
         )
 
-    # C5 single type: x[g] - U[g] y[gpu(g)] <= 0;  sum_i y[i] = 1
+    # C5 single type / type limit: x[g] - U[g] y[gpu(g)] <= 0;  sum_i y[i] = 1 (or <= T)
     if lay.y_gpus.size:
         gpu_sel = canon.gpu_of[sel.cols]
         y_of = np.searchsorted(lay.y_gpus, gpu_sel) + lay.y0
@@ -270,7 +272,9 @@ def _core_rows(canon: Canon, lay: Layout, *, scale_col: int | None, soft_caps: b
             np.full(n_x, -np.inf),
             np.zeros(n_x),
         )
-        rows.add(np.arange(lay.y0, lay.e0, dtype=np.int64), np.ones(lay.y_gpus.size), 1.0, 1.0)
+        most = 1.0 if sel.single_type else float(sel.max_types)
+        least = 1.0 if sel.single_type else 0.0
+        rows.add(np.arange(lay.y0, lay.e0, dtype=np.int64), np.ones(lay.y_gpus.size), least, most)
     return rows
 
 

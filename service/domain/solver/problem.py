@@ -120,6 +120,9 @@ class FleetProblem:
       unbounded.
     * ``allow_mix``: ``False`` forces every unit onto ONE ``gpu_id`` (several offers and
       tensor-parallel degrees of that GPU remain allowed).
+    * ``max_gpu_types``: the fleet uses at most this many distinct ``gpu_id`` (0: no limit;
+      1 is the same as ``allow_mix=False``). Each extra GPU type is another pool, image and
+      runbook to run, so a plan may cap them.
     * ``budget_usd_per_hour``: when the cheapest fleet costs more, the solve says
       ``over_budget`` and reports how much load the budget would buy.
     * ``time_limit_s``: wall-clock limit of EACH HiGHS call (a solve makes at most three:
@@ -137,6 +140,7 @@ class FleetProblem:
     allow_mix: bool = True
     budget_usd_per_hour: float | None = None
     time_limit_s: float = 2.0
+    max_gpu_types: int = 0
 
     def __post_init__(self) -> None:
         bucket_keys = [b.key for b in self.buckets]
@@ -155,6 +159,8 @@ class FleetProblem:
         _finite_non_negative(self.headroom, "headroom")
         if self.min_replicas < 0:
             raise InvalidInput("min_replicas must be >= 0", field="min_replicas")
+        if self.max_gpu_types < 0:
+            raise InvalidInput("max_gpu_types must be >= 0", field="max_gpu_types")
         gpu_ids = [gpu for gpu, _ in self.max_cards]
         if len(set(gpu_ids)) != len(gpu_ids):
             raise InvalidInput("max_cards lists a gpu_id twice", field="max_cards")
@@ -165,6 +171,12 @@ class FleetProblem:
             _finite_non_negative(self.budget_usd_per_hour, "budget_usd_per_hour")
         if not math.isfinite(self.time_limit_s) or self.time_limit_s <= 0:
             raise InvalidInput("time_limit_s must be finite and > 0", field="time_limit_s")
+
+    @property
+    def type_limit(self) -> int:
+        """Most distinct GPU types the fleet may use: 1 without mixing, else
+        ``max_gpu_types`` (0: no limit)."""
+        return 1 if not self.allow_mix else self.max_gpu_types
 
     @property
     def total_demand_qps(self) -> float:
@@ -199,6 +211,8 @@ class ReasonCode(enum.StrEnum):
     * ``no_single_type``: empty; with ``allow_mix=False`` no one GPU serves every bucket.
     * ``single_type``: empty; the single-type rule is what makes the demand unreachable (a mix
       of GPU types would meet it).
+    * ``single_vendor``: empty; only a fleet mixing GPU vendors meets the demand and the
+      planner's one-vendor rule forbids it (set by the planner, not the solver).
     * ``max_cards``: the gpu_id whose card cap is too low; ``shortfall`` = missing cards.
     * ``max_units``: the option key whose unit cap (``FleetOption.max_units``) is too
       low; ``shortfall`` = missing UNITS of that option.
@@ -213,6 +227,7 @@ class ReasonCode(enum.StrEnum):
     GPU_CANNOT_SERVE = "gpu_cannot_serve"
     NO_SINGLE_TYPE = "no_single_type"
     SINGLE_TYPE = "single_type"
+    SINGLE_VENDOR = "single_vendor"
     MAX_CARDS = "max_cards"
     MAX_UNITS = "max_units"
     MIN_REPLICAS = "min_replicas"

@@ -56,6 +56,9 @@ class Canon:
       cap of GPU ``i`` (inf: none).
     * ``weight[g]``: tie-break weight: cards per unit (``cards_per_unit``).
     * ``min_replicas``: model replicas the fleet must host (C4 counts ``rpu[g] * x[g]``).
+    * ``allow_mix``: False when the fleet must use one GPU type (``allow_mix=False`` or
+      ``max_gpu_types=1``); ``max_gpu_types``: with a mix allowed, the most GPU types it may
+      use (0: no limit; always 0 or >= 2).
     * ``budget_units``: budget in cost units, rounded down (``None``: no budget).
     * ``usable[g]``: ``g`` can serve a demanded shape (:func:`usable_options`).
     * ``unit_cap[g]``: units the caps allow (:func:`cap_bound`).
@@ -77,6 +80,7 @@ class Canon:
     weight: FloatArray
     min_replicas: int
     allow_mix: bool
+    max_gpu_types: int
     budget_usd_per_hour: float | None
     budget_units: float | None
     time_limit_s: float
@@ -164,7 +168,8 @@ def canonicalize(problem: FleetProblem) -> Canon:
         card_cap=card_cap,
         weight=tp.astype(np.float64),
         min_replicas=problem.min_replicas,
-        allow_mix=problem.allow_mix,
+        allow_mix=problem.type_limit != 1,
+        max_gpu_types=problem.type_limit if problem.type_limit >= 2 else 0,
         budget_usd_per_hour=budget,
         budget_units=None if budget is None else budget_in_units(budget, unit_usd),
         time_limit_s=problem.time_limit_s,
@@ -187,11 +192,19 @@ class Selection:
     """The options one model uses (``cols`` index into the canon, ascending) and their integer
     upper bounds ``upper[j]`` (units of option ``cols[j]``). ``single_type`` says whether the
     model needs the one-GPU-type binaries (C5): more than one GPU left and a mix not allowed.
+    ``max_types`` (>= 2, or 0 for none) is the GPU-type limit C5 enforces when more GPUs than
+    that are left and a limited mix is allowed.
     """
 
     cols: IntArray
     upper: FloatArray
     single_type: bool
+    max_types: int = 0
+
+    @property
+    def type_rows(self) -> bool:
+        """Whether the model carries the GPU-type binaries ``y`` (C5)."""
+        return self.single_type or self.max_types > 0
 
     @property
     def size(self) -> int:
@@ -281,6 +294,13 @@ def select(canon: Canon, mode: Mode, gpu_id: str | None = None) -> Selection:
     """
     single = gpu_id is None and not canon.allow_mix
     mask = usable_options(canon, gpu_id)
+    # A limit on GPU types (>= 2) matters only when more types than that are in scope; then
+    # swapping an option for another GPU's could add a type, so no cross-GPU dominance.
+    limited = (
+        gpu_id is None
+        and canon.max_gpu_types >= 2
+        and np.unique(canon.gpu_of[mask]).size > canon.max_gpu_types
+    )
     caps = cap_bound(canon)
     budget = math.inf if canon.budget_units is None else canon.budget_units
     by_budget = np.floor(budget / canon.cost)
@@ -304,10 +324,17 @@ def select(canon: Canon, mode: Mode, gpu_id: str | None = None) -> Selection:
         keep = ~same_group_dominated(canon, cols, reach)
         cols, upper, reach = cols[keep], upper[keep], reach[keep]
     if mode is not Mode.ELASTIC and cols.size > 1:
-        keep = ~dominated(canon, cols, reach, allow_cross_gpu=canon.allow_mix and not single)
+        keep = ~dominated(
+            canon, cols, reach, allow_cross_gpu=canon.allow_mix and not single and not limited
+        )
         cols, upper = cols[keep], upper[keep]
     n_gpus = np.unique(canon.gpu_of[cols]).size
-    return Selection(cols=cols, upper=upper.astype(np.float64), single_type=single and n_gpus > 1)
+    return Selection(
+        cols=cols,
+        upper=upper.astype(np.float64),
+        single_type=single and n_gpus > 1,
+        max_types=canon.max_gpu_types if limited and n_gpus > canon.max_gpu_types else 0,
+    )
 
 
 def same_group_dominated(canon: Canon, cols: IntArray, reach: FloatArray) -> BoolArray:

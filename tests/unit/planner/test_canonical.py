@@ -16,8 +16,11 @@ from service.domain.perfmodel import Slo
 from service.domain.planner import (
     BudgetDraft,
     ConstraintsDraft,
+    MixingDraft,
+    MixingPolicy,
     MixShare,
     OwnedCost,
+    PlanDefaults,
     PlanDraft,
     WorkloadDraft,
     canonical_bytes,
@@ -158,7 +161,7 @@ def test_plan_ids_are_stable_across_releases() -> None:
         slo=Slo(1500.0, 60.0, None, 95.0),
         budget=BudgetDraft(usd_per_hour=150.0),
     )
-    assert pid(query_example) == "c5b75eac9e413b6660c14e84f67630f6"
+    assert pid(query_example) == "fe6436dd455286dea4686e097b481aa7"
     mix_example = replace(
         query_example,
         workload=WorkloadDraft(qps=40.0, mix=(MixShare(0.8, 512, 200), MixShare(0.2, 4000, 300))),
@@ -166,13 +169,13 @@ def test_plan_ids_are_stable_across_releases() -> None:
             headroom=0.2, min_replicas=2, providers=("aws", "gcp", "azure", "lambda", "runpod")
         ),
     )
-    assert pid(mix_example) == "5785b0741653ba86c6146e4cebbb8a69"
+    assert pid(mix_example) == "99472579034f68fd66f3d46c7662f818"
     custom = draft(
         model={"params_b": 34.0, "n_kv_heads": 8, "name": "mine"},
         workload=WorkloadDraft(qps=2.0, prompt_tokens=2048, output_tokens=512),
         engine_version="0.11",
     )
-    assert pid(custom) == "1829d736d05265045092674d37c85aca"
+    assert pid(custom) == "30d3fba533a092ab5ceb87fb9c0a5b46"
 
 
 @pytest.mark.parametrize(
@@ -258,3 +261,41 @@ def test_each_error_names_its_field(
     with pytest.raises(error) as caught:
         canonical_request(draft(**changes), snapshot())
     assert caught.value.field == field
+
+
+def test_what_a_request_leaves_out_takes_the_server_defaults() -> None:
+    built_in = canonical_request(draft(), snapshot()).constraints
+    assert built_in.headroom is None  # derived per GPU family from the model's error
+    assert built_in.mixing == MixingPolicy(2, 10.0, False)
+    server = PlanDefaults(headroom=0.25, mixing=MixingPolicy(3, 5.0, True))
+    served = canonical_request(draft(), snapshot(), defaults=server).constraints
+    assert served.headroom == 0.25 and served.mixing == MixingPolicy(3, 5.0, True)
+    # the plan id names the values used, so two servers with different defaults never share one
+    other = plan_id(canonical_request(draft(), snapshot(), defaults=server), 1)
+    assert other != pid(draft())
+
+
+def test_a_request_overrides_the_server_defaults_field_by_field() -> None:
+    server = PlanDefaults(headroom=0.25, mixing=MixingPolicy(3, 5.0, True))
+    asked = draft(
+        constraints=ConstraintsDraft(headroom=0.0, mixing=MixingDraft(min_mix_savings_percent=20.0))
+    )
+    c = canonical_request(asked, snapshot(), defaults=server).constraints
+    assert c.headroom == 0.0
+    assert c.mixing == MixingPolicy(3, 20.0, True)
+    doc = canonical_document(canonical_request(asked, snapshot(), defaults=server))
+    assert doc["constraints"]["mixing"] == {
+        "max_gpu_types": 3,
+        "min_mix_savings_percent": 20.0,
+        "allow_mixed_vendors": True,
+    }
+
+
+def test_no_mixing_is_one_gpu_type() -> None:
+    single = canonical_request(draft(constraints=ConstraintsDraft(allow_mix=False)), snapshot())
+    one = canonical_request(
+        draft(constraints=ConstraintsDraft(mixing=MixingDraft(max_gpu_types=1))), snapshot()
+    )
+    assert single.constraints.mixing.max_gpu_types == 1 == one.constraints.mixing.max_gpu_types
+    assert not single.constraints.allow_mix and not one.constraints.allow_mix
+    assert canonical_bytes(single) == canonical_bytes(one)

@@ -16,6 +16,7 @@ from service.domain.catalog import CatalogSnapshot, PricePoint, latest_per_offer
 from service.domain.llm import resolve_model
 from service.domain.perfmodel import Deployment, RequestShape, Slo, max_qps_under_slo
 from service.domain.planner import (
+    MixingPolicy,
     Plan,
     PlanConstraints,
     PlanRequest,
@@ -25,6 +26,8 @@ from service.domain.planner import (
 from service.store.csv_format import bundled_text, parse_gpus_csv, parse_prices_csv
 
 DEFAULT_SLO = Slo(ttft_ms=2000, tpot_ms=50, e2e_ms=None, percentile=95)
+NO_POLICY = MixingPolicy(max_gpu_types=0, min_mix_savings_percent=0.0, allow_mixed_vendors=True)
+"""Mixing as the solver alone decides it: the laws below are about the cheapest fleet."""
 PROPERTY = settings(
     max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
@@ -47,6 +50,10 @@ def request(
     precision: str = "bf16",
     **constraints: object,
 ) -> PlanRequest:
+    """A request with no headroom and no mixing policy unless given (the tests below check
+    capacity arithmetic and cost laws; the defaults have tests of their own)."""
+    constraints.setdefault("headroom", 0.0)
+    constraints.setdefault("mixing", NO_POLICY)
     return PlanRequest(
         model=resolve_model(model),
         precision=precision,  # type: ignore[arg-type]

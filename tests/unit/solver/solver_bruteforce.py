@@ -2,7 +2,8 @@
 
 Enumerates every integer vector of units (``x[g]``: units of option ``g``, each hosting
 ``replicas_per_unit`` model replicas on ``cards_per_unit`` cards) in a box, filters the caps
-(``max_units`` caps units; ``min_replicas`` needs ``sum_g replicas_per_unit[g] * x[g]``),
+(``max_units`` caps units; ``min_replicas`` needs ``sum_g replicas_per_unit[g] * x[g]``;
+at most ``type_limit`` GPU types when it is set),
 sorts by (cost, cards) and checks each candidate's assignment with an LP
 (``scipy.optimize.linprog``) until one fits. Only for tiny instances. Prices must be whole cents
 so costs compare exactly.
@@ -118,7 +119,7 @@ def _candidates(problem: FleetProblem, demand: Floats, cap: Floats) -> Ints:
             [o.cards_per_unit if o.gpu_id == gpu else 0 for o in problem.options], dtype=np.int64
         )
         ok &= grid @ tp <= limit
-    if not problem.allow_mix:
+    if problem.type_limit:
         gpus = sorted({o.gpu_id for o in problem.options})
         per_gpu = np.stack(
             [
@@ -127,7 +128,7 @@ def _candidates(problem: FleetProblem, demand: Floats, cap: Floats) -> Ints:
             ],
             axis=1,
         )
-        ok &= (per_gpu > 0).sum(axis=1) <= 1
+        ok &= (per_gpu > 0).sum(axis=1) <= problem.type_limit
     # Necessary: every bucket alone fits.
     for s in np.flatnonzero(demand > 0):
         ok &= grid @ cap[:, s] >= demand[s] * (1 - TOL)
@@ -178,9 +179,9 @@ def reference_max_scale(problem: FleetProblem) -> float:
         xv = np.array(x, dtype=np.int64)
         if int(xv @ prices) > budget_cents or int(xv @ rpu) < problem.min_replicas:
             continue
-        if not problem.allow_mix:
+        if problem.type_limit:
             used = {o.gpu_id for o, n in zip(problem.options, x, strict=True) if n > 0}
-            if len(used) > 1:
+            if len(used) > problem.type_limit:
                 continue
         if any(
             sum(

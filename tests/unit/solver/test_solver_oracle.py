@@ -6,11 +6,14 @@ fewest-cards tie-break, and a fleet that really serves the demand within every c
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import replace
 
 import pytest
 
 from service.domain.solver import (
+    Bucket,
+    FleetOption,
     FleetProblem,
     FleetSolution,
     SolveStatus,
@@ -68,8 +71,8 @@ def check_fleet(problem: FleetProblem, solution: FleetSolution) -> None:
     hosted = sum(n * options[key].replicas_per_unit for key, n in units.items())
     assert solution.total_replicas == hosted
     assert hosted >= problem.min_replicas  # C4, in model replicas
-    if not problem.allow_mix:
-        assert len(cards) <= 1  # C5
+    if problem.type_limit:
+        assert len(cards) <= problem.type_limit  # C5
     for _, share in solution.utilization:
         assert 0.0 <= share <= 1.0
 
@@ -166,3 +169,79 @@ def test_multi_replica_instances_exercise_redundancy() -> None:
             binding += 1
             assert solution.total_replicas == problem.min_replicas
     assert binding >= 10
+
+
+def type_limited_problem(seed: int, *, limit: int = 2) -> FleetProblem:
+    """Three request shapes, a cheap specialist GPU type per shape (it serves only that shape)
+    and a dearer generalist type (serves all): the cheapest fleet uses all three specialists,
+    which a limit of two forbids, so the limit decides which shapes go to the generalist.
+    Random caps, card counts and min_replicas; mixing allowed, at most ``limit`` types."""
+    rng = random.Random(seed)
+    buckets = tuple(Bucket(f"b{s}", round(rng.uniform(0.5, 10.0), 1)) for s in range(3))
+    options = [
+        FleetOption(
+            key=f"{gpu}|o{s}",
+            gpu_id=gpu,
+            cards_per_unit=rng.choice([1, 2]),
+            usd_per_hour=rng.randint(50, 300) / 100,
+            capacity_qps=tuple(
+                round(rng.uniform(2.0, 8.0), 2) if t == s else 0.0 for t in range(3)
+            ),
+        )
+        for s, gpu in enumerate(("a", "b", "c"))
+    ]
+    options += [
+        FleetOption(
+            key=f"d|o{3 + k}",
+            gpu_id="d",
+            cards_per_unit=rng.choice([1, 2, 4]),
+            usd_per_hour=rng.randint(200, 900) / 100,
+            capacity_qps=tuple(round(rng.uniform(1.0, 8.0), 2) for _ in range(3)),
+            max_units=rng.randint(1, 6) if rng.random() < 0.3 else None,
+        )
+        for k in range(rng.randint(1, 2))
+    ]
+    return FleetProblem(
+        buckets=buckets,
+        options=tuple(options),
+        min_replicas=rng.randint(0, 3),
+        headroom=rng.choice([0.0, 0.0, 0.2]),
+        max_gpu_types=limit,
+    )
+
+
+@pytest.mark.parametrize("seed", range(6000, 6080))
+def test_a_gpu_type_limit_matches_brute_force(seed: int) -> None:
+    """max_gpu_types=2 over four GPU types: same optimum as enumerating every fleet of at
+    most two types, and the fleet uses at most two."""
+    _agree(type_limited_problem(seed))
+
+
+@pytest.mark.parametrize("seed", range(6100, 6130))
+def test_a_gpu_type_limit_of_three_matches_brute_force(seed: int) -> None:
+    _agree(type_limited_problem(seed, limit=3))
+
+
+def test_the_type_limit_binds_on_some_instances() -> None:
+    """The generator produces instances where the unlimited optimum uses more types than the
+    limit (so the limit is exercised, and costs money there)."""
+    binding = 0
+    for seed in range(6000, 6080):
+        limited = type_limited_problem(seed)
+        free = solve_fleet(replace(limited, max_gpu_types=0))
+        if free.has_fleet and len(free.cards) > 2:
+            binding += 1
+            got = solve_fleet(limited)
+            assert not got.has_fleet or got.usd_per_hour >= free.usd_per_hour - 1e-9
+    assert binding >= 40
+
+
+@pytest.mark.parametrize("seed", range(6200, 6230))
+def test_max_qps_within_budget_under_a_type_limit_matches_brute_force(seed: int) -> None:
+    problem = replace(
+        type_limited_problem(seed), budget_usd_per_hour=round(2 + (seed % 5) * 3.0, 2)
+    )
+    want = reference_max_scale(problem) * problem.total_demand_qps
+    got = max_qps_within_budget(problem)
+    assert got <= want * (1 + 1e-9) + 1e-9
+    assert got >= want * (1 - 1e-5) - 1e-9

@@ -1,0 +1,191 @@
+"""The mixing policy: whether the plan's fleet may mix GPU types, and which rule decided.
+
+The solver already keeps a fleet within ``max_gpu_types``. Two rules are applied here, over its
+answers:
+
+* **one vendor** (``allow_mixed_vendors`` false): when the cheapest fleet mixes vendors, the
+  fleet is solved again within each vendor's GPUs and the cheapest of those is taken;
+* **savings threshold** (``min_mix_savings_percent``): a fleet of several GPU types is returned
+  only when it costs at least that percentage less than the cheapest single-type fleet;
+  otherwise that single-type fleet is, and the mixed one is kept to be named with its saving.
+
+Pure: solver calls on values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from service.domain.planner.candidates import Candidates
+from service.domain.planner.request import PlanRequest
+from service.domain.planner.result import Alternative, Fleet, MixDecision
+from service.domain.solver import (
+    FleetProblem,
+    FleetSolution,
+    Reason,
+    ReasonCode,
+    SolveStatus,
+    max_qps_within_budget,
+    solve_fleet,
+)
+
+
+def gpu_vendors(candidates: Candidates) -> dict[str, str]:
+    """Vendor of every GPU with an option (lowercase, e.g. ``nvidia``, ``amd``)."""
+    return {c.option.gpu_id: c.deployment.gpu.vendor.lower() for c in candidates.items.values()}
+
+
+def _vendors_of(solution: FleetSolution, problem: FleetProblem, vendor: dict[str, str]) -> set[str]:
+    gpu_of = {o.key: o.gpu_id for o in problem.options}
+    return {vendor[gpu_of[key]] for key, _ in solution.units}
+
+
+def _rank(solution: FleetSolution) -> tuple[float, int]:
+    return (round(solution.usd_per_hour, 9), solution.total_cards)
+
+
+def one_vendor_solve(
+    problem: FleetProblem, candidates: Candidates, request: PlanRequest
+) -> tuple[FleetSolution, float | None]:
+    """The cheapest fleet (and, with a budget, the most load the budget buys) under the
+    vendor rule: the plain solve when it uses one vendor (or vendors may mix), else the
+    cheapest of the solves within each vendor's GPUs."""
+    solution = solve_fleet(problem)
+    with_budget = request.budget_usd_per_hour is not None
+    vendor = gpu_vendors(candidates)
+    if (
+        request.constraints.mixing.allow_mixed_vendors
+        or not solution.has_fleet
+        or len(_vendors_of(solution, problem, vendor)) <= 1
+    ):
+        budget_qps = solution.max_qps_within_budget
+        if budget_qps is None and with_budget:
+            budget_qps = max_qps_within_budget(problem)
+        return solution, budget_qps
+    scoped = [
+        replace(problem, options=tuple(o for o in problem.options if vendor[o.gpu_id] == v))
+        for v in sorted(set(vendor.values()))
+    ]
+    solved = [(solve_fleet(p), p) for p in scoped]
+    feasible = [(s, p) for s, p in solved if s.has_fleet]
+    budget_qps = (
+        max(
+            (s.max_qps_within_budget if s.max_qps_within_budget is not None else
+             max_qps_within_budget(p))
+            for s, p in solved
+        )
+        if with_budget
+        else None
+    )  # fmt: skip
+    if not feasible:
+        reason = Reason(
+            ReasonCode.SINGLE_VENDOR,
+            message=(
+                "only a fleet mixing GPU vendors meets the demand, and allow_mixed_vendors is false"
+            ),
+        )
+        return FleetSolution(status=SolveStatus.INFEASIBLE, reasons=(reason,)), budget_qps
+    best, _ = min(feasible, key=lambda sp: _rank(sp[0]))
+    return best, budget_qps
+
+
+def gpu_types(fleet: Fleet) -> int:
+    return len({line.gpu for line in fleet.lines})
+
+
+def decide(
+    request: PlanRequest,
+    fleet: Fleet | None,
+    alternatives: tuple[Alternative, ...],
+) -> MixDecision:
+    """Which rule decides between ``fleet`` (the cheapest within ``max_gpu_types`` and the
+    vendor rule) and the cheapest single-type fleet ``alternatives[0]``."""
+    m = request.constraints.mixing
+    base = MixDecision(
+        rule="one_type_cheapest",
+        max_gpu_types=m.max_gpu_types,
+        min_mix_savings_percent=m.min_mix_savings_percent,
+        allow_mixed_vendors=m.allow_mixed_vendors,
+    )
+    if m.max_gpu_types == 1:
+        return replace(base, rule="single_type_required")
+    if fleet is None or gpu_types(fleet) <= 1:
+        return base
+    if not alternatives:
+        return replace(base, rule="no_single_type")
+    best = alternatives[0]
+    single_usd = best.fleet.usd_per_hour
+    saved = single_usd - fleet.usd_per_hour
+    percent = saved / single_usd * 100 if single_usd > 0 else 0.0
+    measured = replace(
+        base, saving_percent=percent, saving_usd_per_hour=saved, single_type_gpu=best.gpu
+    )
+    if percent >= m.min_mix_savings_percent:
+        return replace(measured, rule="mix_saves_enough")
+    return replace(measured, rule="mix_saving_below_threshold", mixed_fleet=fleet)
+
+
+def decision_sentence(decision: MixDecision) -> str:
+    """The explanation's sentence naming the rule that decided."""
+    threshold = f"{decision.min_mix_savings_percent:g}%"
+    if decision.rule == "single_type_required":
+        return "Mixing rule: max_gpu_types=1, so the fleet uses one GPU type."
+    if decision.rule == "no_single_type":
+        return (
+            "Mixing rule: no single GPU type meets the request, so the fleet mixes types "
+            f"(at most {decision.max_gpu_types}) whatever the saving."
+        )
+    vendors = "" if decision.allow_mixed_vendors else ", one vendor"
+    if decision.rule == "one_type_cheapest":
+        return (
+            f"Mixing rule: the cheapest fleet within the policy (at most "
+            f"{decision.max_gpu_types} GPU types{vendors}) uses one GPU type."
+        )
+    saving = (
+        f"${decision.saving_usd_per_hour or 0.0:,.2f}/hour "
+        f"({decision.saving_percent or 0.0:.1f}%) against {decision.single_type_gpu} alone"
+    )
+    if decision.rule == "mix_saves_enough":
+        return (
+            f"Mixing rule: the mixed fleet saves {saving}, at least min_mix_savings_percent="
+            f"{threshold}, so it is returned."
+        )
+    mixed = decision.mixed_fleet
+    lines = (
+        "; ".join(f"{x.replicas} x {x.gpu} on {x.provider}" for x in mixed.lines) if mixed else ""
+    )
+    return (
+        f"Mixing rule: a mixed fleet ({lines}) would save {saving}, below "
+        f"min_mix_savings_percent={threshold}, so the cheapest single type is returned; the "
+        "mixed fleet is under mixing.mixed_fleet."
+    )
+
+
+def vendor_scopes(
+    problem: FleetProblem, candidates: Candidates, request: PlanRequest
+) -> tuple[FleetProblem, ...]:
+    """The problems whose cheapest fleet, the cheapest of them, is the plan's under the vendor
+    rule: ``problem`` itself when vendors may mix (or only one is in scope), else one problem
+    per vendor with only that vendor's options."""
+    vendor = gpu_vendors(candidates)
+    vendors = sorted({vendor[o.gpu_id] for o in problem.options})
+    if request.constraints.mixing.allow_mixed_vendors or len(vendors) <= 1:
+        return (problem,)
+    return tuple(
+        replace(problem, options=tuple(o for o in problem.options if vendor[o.gpu_id] == v))
+        for v in vendors
+    )
+
+
+def policy_usd_per_hour(
+    request: PlanRequest, mixed: float | None, best_single: float | None
+) -> float | None:
+    """The cost of the fleet the policy returns, from the cheapest fleet within
+    ``max_gpu_types`` and the vendor rule (``mixed``) and the cheapest single-type fleet
+    (``best_single``), ``None`` for no fleet: the rules of :func:`decide`, on costs alone."""
+    if mixed is None or best_single is None:
+        return mixed if best_single is None else best_single
+    saving = (best_single - mixed) / best_single * 100 if best_single > 0 else 0.0
+    if saving >= request.constraints.mixing.min_mix_savings_percent:
+        return mixed
+    return best_single

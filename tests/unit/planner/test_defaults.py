@@ -1,0 +1,202 @@
+"""Defaults a reviewer can sign: headroom from the model's own validation error, and the mixing
+policy (at most two GPU types, a mix only when it saves at least 10 %, one vendor)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from service.domain.catalog import GpuSpec
+from service.domain.perfmodel import Slo
+from service.domain.perfmodel.calibration import resolve_profile
+from service.domain.perfmodel.hardware import calibration_group
+from service.domain.perfmodel.headroom import THROUGHPUT_METRICS, model_error_headroom
+from service.domain.planner import MixingPolicy, Plan, WorkloadBucket, plan
+from service.domain.planner.sweep import PLAN_SERIES, cost_vs_load, cost_vs_slo
+from tests.unit.planner.test_planner import NO_POLICY, cost, request, snapshot
+
+SHORT_LONG = (WorkloadBucket("b0", 0.8, 512, 200), WorkloadBucket("b1", 0.2, 4000, 300))
+SLO_70B = Slo(ttft_ms=1500, tpot_ms=60, e2e_ms=None, percentile=95)
+
+
+def gpu(gpu_id: str) -> GpuSpec:
+    return next(g for g in snapshot().gpus if g.id == gpu_id)
+
+
+def seventy_b(qps: float, gpus: tuple[str, ...], **constraints: Any) -> Plan:
+    return plan(
+        request(
+            model="llama-3.1-70b",
+            qps=qps,
+            buckets=SHORT_LONG,
+            precision="fp8",
+            slo=SLO_70B,
+            gpus=gpus,
+            **constraints,
+        ),
+        snapshot(),
+    )
+
+
+# ---- headroom ------------------------------------------------------------------------------
+
+
+def test_the_default_headroom_is_the_builds_throughput_error_on_the_cards_family() -> None:
+    card = gpu("h100-sxm")
+    family = calibration_group(card).group
+    build = resolve_profile("vllm", None)
+    cells = [
+        c.median_ape
+        for c in build.validation
+        if c.family == family and c.metric in THROUGHPUT_METRICS
+    ]
+    assert cells, "the default vllm build is validated on Hopper"
+    margin = model_error_headroom(card, "vllm", None)
+    assert margin.fraction == round(max(cells), 2)
+    assert margin.family == family and margin.build == build.name
+    assert f"{margin.fraction * 100:.0f}%" in margin.basis
+
+
+def test_an_unmeasured_family_gets_the_builds_largest_error() -> None:
+    build = resolve_profile("vllm", None)
+    measured = {c.family for c in build.validation}
+    unmeasured = next(g for g in snapshot().gpus if calibration_group(g).group not in measured)
+    worst = max(c.median_ape for c in build.validation if c.metric in THROUGHPUT_METRICS)
+    margin = model_error_headroom(unmeasured, "vllm", None)
+    assert margin.fraction == round(worst, 2)
+    assert "no vllm" in margin.basis
+
+
+def test_derived_headroom_on_one_card_equals_that_explicit_headroom() -> None:
+    """On one GPU type, derating capacity by 1 + e is the same fleet as planning for
+    (1 + e) x the load: same cost, same cards."""
+    margin = model_error_headroom(gpu("h100-sxm"), "vllm", None)
+    derived = plan(request(qps=60, gpus=("h100-sxm",), headroom=None), snapshot())
+    explicit = plan(request(qps=60, gpus=("h100-sxm",), headroom=margin.fraction), snapshot())
+    assert derived.fleet is not None and explicit.fleet is not None
+    assert cost(derived) == pytest.approx(cost(explicit))
+    assert derived.fleet.total_cards == explicit.fleet.total_cards
+
+
+def test_default_headroom_keeps_every_line_below_its_modelled_capacity() -> None:
+    p = plan(request(qps=60, gpus=("h100-sxm", "l40s", "l4"), headroom=None), snapshot())
+    assert p.fleet is not None
+    for line in p.fleet.lines:
+        e = model_error_headroom(gpu(line.gpu), "vllm", None).fraction
+        assert e > 0
+        assert line.utilization <= 1 / (1 + e) + 1e-6
+        assert line.assigned_qps <= line.qps_capacity / (1 + e) * (1 + 1e-6)
+    none = plan(request(qps=60, gpus=("h100-sxm", "l40s", "l4"), headroom=0.0), snapshot())
+    assert cost(p) >= cost(none) - 1e-9
+
+
+def test_the_assumptions_state_the_headroom_and_where_it_comes_from() -> None:
+    p = plan(request(qps=60, gpus=("h100-sxm",), headroom=None), snapshot())
+    margin = model_error_headroom(gpu("h100-sxm"), "vllm", None)
+    said = [a for a in p.assumptions if a.startswith("Headroom")]
+    assert len(said) == 1
+    assert f"{margin.fraction * 100:.0f}% on {margin.family}" in said[0]
+    assert "validation error" in said[0]
+    assert any("headroom for the model's error" in s for s in p.explanation)
+
+
+# ---- mixing policy ---------------------------------------------------------------------------
+
+
+def test_a_small_saving_returns_the_single_type_and_names_the_mix() -> None:
+    """At 40 req/s H100 + B200 beats H100 alone by about 2 %: under the default threshold of
+    10 % the plan is the single type; the mixed fleet and its saving are named."""
+    gpus = ("h100-sxm", "b200")
+    free = seventy_b(40, gpus)
+    assert free.fleet is not None and len({x.gpu for x in free.fleet.lines}) == 2
+    policy = MixingPolicy()  # the defaults
+    p = seventy_b(40, gpus, mixing=policy)
+    assert p.fleet is not None and p.mixing is not None
+    assert len({x.gpu for x in p.fleet.lines}) == 1
+    best_single = p.alternatives[0]
+    assert cost(p) == pytest.approx(best_single.fleet.usd_per_hour)
+    d = p.mixing
+    assert d.rule == "mix_saving_below_threshold"
+    assert d.mixed_fleet is not None
+    assert d.mixed_fleet.usd_per_hour == pytest.approx(cost(free))
+    saving = (best_single.fleet.usd_per_hour - cost(free)) / best_single.fleet.usd_per_hour * 100
+    assert 0 < saving < policy.min_mix_savings_percent
+    assert d.saving_percent == pytest.approx(saving)
+    sentence = next(s for s in p.explanation if s.startswith("Mixing rule"))
+    assert f"{saving:.1f}%" in sentence and "min_mix_savings_percent=10%" in sentence
+
+
+def test_a_saving_above_the_threshold_keeps_the_mix() -> None:
+    gpus = ("h100-sxm", "b200")
+    free = seventy_b(20, gpus)
+    assert free.fleet is not None and len({x.gpu for x in free.fleet.lines}) == 2
+    p = seventy_b(20, gpus, mixing=MixingPolicy())
+    assert p.mixing is not None and p.mixing.rule == "mix_saves_enough"
+    assert p.mixing.saving_percent is not None and p.mixing.saving_percent >= 10
+    assert cost(p) == pytest.approx(cost(free))
+
+
+def test_the_threshold_is_a_request_setting() -> None:
+    gpus = ("h100-sxm", "b200")
+    loose = seventy_b(40, gpus, mixing=MixingPolicy(min_mix_savings_percent=1.0))
+    assert loose.mixing is not None and loose.mixing.rule == "mix_saves_enough"
+    assert loose.fleet is not None and len({x.gpu for x in loose.fleet.lines}) == 2
+
+
+def test_one_type_is_the_same_as_no_mixing() -> None:
+    gpus = ("h100-sxm", "b200", "l40s")
+    one = seventy_b(20, gpus, mixing=MixingPolicy(max_gpu_types=1))
+    no_mix = seventy_b(20, gpus, allow_mix=False)
+    assert one.mixing is not None and one.mixing.rule == "single_type_required"
+    assert cost(one) == pytest.approx(cost(no_mix))
+    assert one.fleet is not None and len({x.gpu for x in one.fleet.lines}) == 1
+
+
+def test_one_vendor_unless_mixed_vendors_are_allowed() -> None:
+    """At 31 req/s on MI300X, MI325X and H100 the cheapest fleet mixes AMD and NVIDIA; the
+    default keeps one vendor: the cheaper of the AMD-only and NVIDIA-only plans."""
+    gpus = ("mi300x", "mi325x", "h100-sxm")
+    vendor = {g.id: g.vendor for g in snapshot().gpus}
+    open_policy = MixingPolicy(max_gpu_types=0, min_mix_savings_percent=0.0)
+    mixed = seventy_b(31, gpus, mixing=NO_POLICY)
+    assert mixed.fleet is not None
+    assert len({vendor[x.gpu] for x in mixed.fleet.lines}) == 2
+    one = seventy_b(31, gpus, mixing=open_policy)
+    assert one.fleet is not None
+    assert len({vendor[x.gpu] for x in one.fleet.lines}) == 1
+    per_vendor = [
+        seventy_b(31, tuple(g for g in gpus if vendor[g] == v), mixing=open_policy)
+        for v in ("AMD", "NVIDIA")
+    ]
+    assert cost(one) == pytest.approx(min(cost(p) for p in per_vendor if p.fleet is not None))
+    assert cost(one) > cost(mixed) + 1e-9
+
+
+@pytest.mark.parametrize(
+    ("qps", "gpus"),
+    [
+        (40, ("h100-sxm", "b200")),
+        (31, ("mi300x", "mi325x", "h100-sxm")),
+        (20, ("h100-sxm", "b200")),
+    ],
+)
+def test_the_cost_curves_follow_the_mixing_policy(qps: float, gpus: tuple[str, ...]) -> None:
+    """The plan's series of the cost curves is the plan's cost at the request: below the
+    threshold (40 req/s), under the one-vendor rule (31 req/s) and above the threshold."""
+    r = request(
+        model="llama-3.1-70b",
+        qps=qps,
+        buckets=SHORT_LONG,
+        precision="fp8",
+        slo=SLO_70B,
+        gpus=gpus,
+        mixing=MixingPolicy(),
+    )
+    solved = plan(r, snapshot())
+    load = {s.name: s for s in cost_vs_load(r, snapshot()).series}[PLAN_SERIES]
+    at = [p.x for p in load.points].index(r.qps)
+    assert load.points[at].usd_per_hour == pytest.approx(cost(solved))
+    slo = cost_vs_slo(r, snapshot()).series[0]
+    at = [p.x for p in slo.points].index(SLO_70B.tpot_ms or 0.0)
+    assert slo.points[at].usd_per_hour == pytest.approx(cost(solved))
