@@ -25,6 +25,7 @@ from service import __version__
 from service.api.assets import docs_render_plugins, static_router
 from service.api.auth import AdminKeys
 from service.api.controllers.benchmarks import BenchmarkController
+from service.api.controllers.calibrations import CalibrationController
 from service.api.controllers.catalog import CatalogController, PriceIngestController
 from service.api.controllers.curves import CurvesController
 from service.api.controllers.estimate import EstimateController, ModelsController
@@ -46,8 +47,10 @@ from service.settings import Settings, redact_url
 from service.store.benchmarks import BenchmarkRepository
 from service.store.database import create_engine
 from service.store.migrate import current_revision, head_revision, upgrade
+from service.store.profiles import ProfileRepository
 from service.store.repositories import CatalogRepository
 from service.usecases.benchmarks import BenchmarkService
+from service.usecases.calibrating import CalibrationService
 from service.usecases.catalog import CatalogService
 from service.usecases.catalog_state import CatalogState
 from service.usecases.charts import CurvesService
@@ -80,6 +83,7 @@ class Services:
     estimating: EstimatingService
     price_import: PriceImportService
     benchmarks: BenchmarkService
+    calibrations: CalibrationService
 
 
 def _services(state: State) -> Services:
@@ -118,6 +122,10 @@ def provide_price_import(state: State) -> PriceImportService:
 
 def provide_benchmarks(state: State) -> BenchmarkService:
     return _services(state).benchmarks
+
+
+def provide_calibrations(state: State) -> CalibrationService:
+    return _services(state).calibrations
 
 
 @get(
@@ -199,6 +207,13 @@ def create_app(
             )
             await state.start()
             pool = SolverPool(settings.solver_workers, settings.solver_queue, metrics)
+            calibrations = CalibrationService(
+                BenchmarkRepository(engine),
+                ProfileRepository(engine),
+                state,
+                clock,
+                timeout_s=settings.database_timeout_s,
+            )
             planning = PlanningService(
                 state,
                 cache,
@@ -225,6 +240,7 @@ def create_app(
                     clock,
                     timeout_s=settings.database_timeout_s,
                 ),
+                calibrations=calibrations,
             )
             log.info(
                 "gpuplan started",
@@ -239,6 +255,7 @@ def create_app(
             try:
                 yield
             finally:
+                await calibrations.close()
                 await planning.close()
                 await state.stop()
                 log.info("gpuplan stopped", extra={"event": "shutdown"})
@@ -258,6 +275,7 @@ def create_app(
             ingest_router,
             PlansController,
             CurvesController,
+            CalibrationController,
             EstimateController,
             ModelsController,
             HealthController,
@@ -274,6 +292,7 @@ def create_app(
             "estimating": Provide(provide_estimating, sync_to_thread=False),
             "price_import": Provide(provide_price_import, sync_to_thread=False),
             "benchmarks": Provide(provide_benchmarks, sync_to_thread=False),
+            "calibrations": Provide(provide_calibrations, sync_to_thread=False),
         },
         exception_handlers=EXCEPTION_HANDLERS,
         request_class=JsonRequest,

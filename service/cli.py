@@ -322,10 +322,12 @@ def catalog_export(gpu: str | None) -> None:
 
 def _register_planning() -> None:
     from service.cli_benchmarks import register as register_benchmarks
+    from service.cli_benchmarks import register_calibrate
     from service.cli_planning import register
 
     register(main, _settings)
     register_benchmarks(main, _settings)
+    register_calibrate(main, _settings)
 
 
 _register_planning()

@@ -12,7 +12,7 @@ import click
 
 from service.cli_common import error_text, fail, open_engine, run
 from service.domain.benchmarks import BENCHMARK_FORMATS, RunContext
-from service.domain.vocabulary import ENGINES, KV_PRECISIONS, PRECISIONS
+from service.domain.vocabulary import ENGINES, KV_PRECISIONS, PRECISIONS, one_of
 
 CLI_KEY_ID = "cli"
 """The provenance key id of files imported from the command line (no admin key involved)."""
@@ -132,3 +132,68 @@ def register(main: click.Group, settings_loader: Any) -> None:
         except Exception as exc:  # noqa: BLE001 - reported as a one-line error
             fail(error_text(exc))
         click.echo("\n".join(lines) if lines else "no benchmark files imported")
+
+
+def register_calibrate(main: click.Group, settings_loader: Any) -> None:
+    """Add ``calibrate`` to the ``gpuplan`` command group."""
+
+    @main.command()
+    @click.argument("name")
+    @click.option(
+        "--engine",
+        type=click.Choice(ENGINES),
+        required=True,
+        help="The engine whose measurements are fitted.",
+    )
+    @click.option(
+        "--label", "labels", multiple=True, help="Only files with this label (repeat: all of them)."
+    )
+    @click.option("--gpu", "gpus", multiple=True, help="Only these GPUs (repeat).")
+    @click.option("--model", "models", multiple=True, help="Only these models (repeat).")
+    @click.option("--dry-run", is_flag=True, help="Fit and print the report; store nothing.")
+    def calibrate(
+        name: str, engine: str, labels: tuple[str, ...], gpus: tuple[str, ...],
+        models: tuple[str, ...], dry_run: bool,
+    ) -> None:  # fmt: skip
+        """Fit calibration profile NAME on the imported benchmark measurements (same code as
+        POST /v1/calibrations) and store it as its next version; prints the fit report.
+
+        \b
+        Example:
+          gpuplan benchmarks import results/*.json --gpu a100-sxm-80gb --tensor-parallel 1 \\
+              --precision bf16 --engine-version 0.11.0 --label team:search
+          gpuplan calibrate team-search --engine vllm --label team:search
+        """
+        from dataclasses import replace
+
+        from service.api.schemas.calibrations import report_text
+        from service.domain.profiles.fit import fit_profile
+        from service.domain.profiles.values import Selection, check_name
+        from service.store.benchmarks import BenchmarkRepository
+        from service.store.profiles import ProfileRepository
+        from service.store.repositories import CatalogRepository
+        from service.usecases.calibrating import load_rows, profile_from_fit, resolve_selection
+
+        settings = settings_loader()
+
+        async def go() -> str:
+            check_name(name)
+            async with open_engine(settings) as db:
+                snapshot = await CatalogRepository(db).snapshot()
+                selection = resolve_selection(snapshot, Selection(labels, gpus, models))
+                chosen = one_of(ENGINES, engine, "engine")
+                rows = await load_rows(BenchmarkRepository(db), chosen, selection)
+                fit = fit_profile(rows, {g.id: g for g in snapshot.gpus}, chosen, name)
+                profile = profile_from_fit(
+                    name, chosen, selection, fit, now=datetime.now(UTC), key_id=CLI_KEY_ID
+                )
+                if dry_run:
+                    return "dry run: nothing stored\n" + report_text(replace(profile, version=0))
+                stored = await ProfileRepository(db).add(profile)
+            return report_text(stored)
+
+        try:
+            text = run(go())
+        except Exception as exc:  # noqa: BLE001 - reported as a one-line error
+            fail(error_text(exc))
+        click.echo(text, nl=False)

@@ -259,3 +259,26 @@ class BenchmarkMeasurementRow(Base):
         Index("ix_benchmark_measurements_import", "import_id"),
         Index("ix_benchmark_measurements_engine_gpu", "engine", "gpu"),
     )
+
+
+class CalibrationProfileRow(Base):
+    """One version of a named calibration profile (``POST /v1/calibrations``). Append-only:
+    a new fit under the same name is a new version."""
+
+    __tablename__ = "calibration_profiles"
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(64))
+    version: Mapped[int] = mapped_column(Integer)
+    engine: Mapped[str] = mapped_column(String(16))
+    selection: Mapped[dict[str, Any]] = mapped_column(JSON)
+    corrections: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    report: Mapped[dict[str, Any]] = mapped_column(JSON)
+    rows: Mapped[int] = mapped_column(Integer)
+    files: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    key_id: Mapped[str] = mapped_column(String(32))
+
+    __table_args__ = (
+        UniqueConstraint("name", "version", name="uq_calibration_profiles_name_version"),
+    )

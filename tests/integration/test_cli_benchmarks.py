@@ -38,3 +38,18 @@ def test_missing_context_names_the_option_and_stores_nothing(env: dict[str, str]
     result = run(["benchmarks", "import", VLLM[0], "--gpu", "a100-sxm-80gb"], env, check=False)
     assert result.returncode == 1 and "(tensor_parallel)" in result.stderr
     assert run(["benchmarks", "list"], env).stdout.strip() == "no benchmark files imported"
+
+
+def test_calibrate_fits_stores_versions_and_prints_the_report(env: dict[str, str]) -> None:
+    context = ["--gpu", "a100-sxm-80gb", "--tensor-parallel", "1", "--precision", "bf16",
+               "--engine-version", "0.11.0", "--label", "team:search"]  # fmt: skip
+    run(["benchmarks", "import", *VLLM, *context], env)
+    dry = run(["calibrate", "team-search", "--engine", "vllm", "--dry-run"], env).stdout
+    assert dry.startswith("dry run: nothing stored") and "ampere-hbm" in dry
+    out = run(["calibrate", "team-search", "--engine", "vllm", "--label", "team:search"], env)
+    assert "calibration profile team-search v1 (vllm)" in out.stdout
+    assert "from 3 file(s)" in out.stdout and "held out" in out.stdout
+    again = run(["calibrate", "team-search", "--engine", "vllm"], env).stdout
+    assert "team-search v2" in again
+    none = run(["calibrate", "other", "--engine", "sglang"], env, check=False)
+    assert none.returncode == 1 and "(selection)" in none.stderr

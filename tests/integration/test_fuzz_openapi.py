@@ -216,7 +216,34 @@ def existing_ids(fuzz_url: str, http: requests.Session) -> dict[str, list[str]]:
         "gpu_id": [g["id"] for g in gpus] + ["H100"],
         "model_id": [m["id"] for m in models] + ["Mixtral-8x7B"],
         "plan_id": [plan.json()["plan_id"]],
+        "name": [_calibration_profile(fuzz_url, http)],
     }
+
+
+def _calibration_profile(url: str, http: requests.Session) -> str:
+    """A calibration profile fitted from the documented examples (the benchmark file with
+    its documented parameters, then the calibration request), so calibration reads and fits
+    meet something to read and measurements to fit."""
+    op = _SPEC["paths"]["/v1/benchmarks"]["post"]
+    query = {
+        p["name"]: next(iter(p["examples"].values()))["value"]
+        for p in op["parameters"]
+        if p.get("examples")
+    }
+    body = op["requestBody"]["content"]["text/plain"]["examples"]["vllm"]["value"]
+    auth = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    imported = http.post(
+        f"{url}/v1/benchmarks", params=query, data=body.encode(), timeout=REQUEST_TIMEOUT_S,
+        headers={**auth, "Content-Type": "text/plain"},
+    )  # fmt: skip
+    assert imported.status_code in (200, 201), imported.text
+    request = _SPEC["paths"]["/v1/calibrations"]["post"]["requestBody"]["content"]
+    example = request["application/json"]["schema"]["examples"][0]
+    fitted = http.post(
+        f"{url}/v1/calibrations", json=example, headers=auth, timeout=REQUEST_TIMEOUT_S
+    )
+    assert fitted.status_code == 201, fitted.text
+    return str(fitted.json()["name"])
 
 
 def case_strategy(

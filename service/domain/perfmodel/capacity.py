@@ -22,6 +22,7 @@ from service.domain.perfmodel.calibration import (
     resolve_profile,
 )
 from service.domain.perfmodel.coefficients import Setup, build_setup
+from service.domain.perfmodel.correction import with_correction
 from service.domain.perfmodel.engine_limits import card_profile
 from service.domain.perfmodel.queueing import (
     OperatingPoint,
@@ -165,5 +166,7 @@ def max_qps_under_slo(model: ModelArch, dep: Deployment, shape: RequestShape, sl
     """
     check_request(shape, dep)
     cal = default_calibration()
-    profile = card_profile(model, dep, resolve_profile(dep.engine, dep.engine_version).profile, cal)
+    build = resolve_profile(dep.engine, dep.engine_version).profile
+    cal = with_correction(cal, dep, build.constants)
+    profile = card_profile(model, dep, build, cal)
     return max_qps_under_slo_with(model, dep, shape, slo, profile, cal)

@@ -55,6 +55,7 @@ from service.domain.perfmodel.calibration import (
     resolve_profile,
 )
 from service.domain.perfmodel.coefficients import Setup, build_setup
+from service.domain.perfmodel.correction import with_correction
 from service.domain.perfmodel.engine_limits import card_profile
 from service.domain.perfmodel.hardware import calibration_group
 from service.domain.perfmodel.iteration import iteration_parts, mean_context, prefill_per_iteration
@@ -377,22 +378,27 @@ def estimate_with(
     )
 
 
-@lru_cache(maxsize=4096)
-def _estimate_cached(
+def estimate_fresh(
     model: ModelArch,
     dep: Deployment,
     shape: RequestShape,
-    concurrency: int | None,
-    qps: float | None,
+    concurrency: int | None = None,
+    qps: float | None = None,
 ) -> Estimate:
-    """Memoised :func:`estimate_with` with the engine's defaults on this card
-    (``engine_limits.card_profile``) and the committed constants."""
+    """:func:`estimate` without the memo (a calibration fit evaluates many corrections once
+    each): the engine's defaults on this card (``engine_limits.card_profile``), the committed
+    constants, and ``dep.correction`` applied to them when given."""
+    check_request(shape, dep)
     cal = default_calibration()
     build = resolve_profile(dep.engine, dep.engine_version)
+    cal = with_correction(cal, dep, build.profile.constants)
     profile = card_profile(model, dep, build.profile, cal)
     result = estimate_with(model, dep, shape, profile, cal, concurrency=concurrency, qps=qps)
     note = accuracy_note(build, calibration_group(dep.gpu).group)
     return replace(result, assumptions=(*result.assumptions, note))
+
+
+_estimate_cached = lru_cache(maxsize=4096)(estimate_fresh)
 
 
 def estimate(

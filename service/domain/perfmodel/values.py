@@ -7,7 +7,7 @@ over ``tensor_parallel`` cards.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from service.domain.catalog import GpuSpec
 from service.domain.vocabulary import (
@@ -39,6 +39,25 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
+class Correction:
+    """A team's multipliers on the reference constants for one (engine, GPU family), fitted on
+    its own benchmark files (``perfmodel/correction.py`` applies them; 1.0 = the reference):
+    ``compute`` on the family's achieved GEMM fraction, ``memory`` on its achieved bandwidth
+    fraction, ``overhead`` on the engine build's fixed per-iteration costs. ``label`` names the
+    calibration profile and version (``"team-a v3"``)."""
+
+    label: str
+    engine: str
+    family: str
+    compute: float = 1.0
+    memory: float = 1.0
+    overhead: float = 1.0
+
+    def scaled(self, compute: float, memory: float, overhead: float) -> Correction:
+        return replace(self, compute=compute, memory=memory, overhead=overhead)
+
+
+@dataclass(frozen=True, slots=True)
 class Deployment:
     """One replica: ``tensor_parallel`` cards of ``gpu`` running ``engine``.
 
@@ -46,7 +65,9 @@ class Deployment:
     natively, see ``hardware.PRECISION_RULES``); ``kv_precision`` the KV-cache element format.
     ``allow_pcie_tensor_parallel`` permits a tensor-parallel group larger than the card's
     NVLink domain, with all-reduces over PCIe. ``engine_version`` selects a registered build of
-    the engine (``"0.11"``); ``None`` means its newest calibrated build.
+    the engine (``"0.11"``); ``None`` means its newest calibrated build. ``correction``: a
+    calibration profile's multipliers for this card's family and engine (``None``: the
+    reference constants).
     """
 
     gpu: GpuSpec
@@ -56,6 +77,7 @@ class Deployment:
     engine: Engine
     allow_pcie_tensor_parallel: bool = False
     engine_version: str | None = None
+    correction: Correction | None = None
 
 
 @dataclass(frozen=True, slots=True)
