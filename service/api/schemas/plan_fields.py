@@ -67,6 +67,11 @@ PLAN_FIELDS: tuple[FlatField, ...] = (
     FlatField("headroom", "constraints.headroom"),
     FlatField("min_replicas", "constraints.min_replicas"),
     FlatField("allow_mix", "constraints.allow_mix", cli_off="single-type"),
+    FlatField(
+        "allow_pcie_tensor_parallel",
+        "constraints.allow_pcie_tensor_parallel",
+        cli_off="nvlink-tensor-parallel-only",
+    ),
     FlatField("max_gpu_types", "constraints.mixing.max_gpu_types"),
     FlatField("min_mix_savings_percent", "constraints.mixing.min_mix_savings_percent"),
     FlatField(

@@ -190,7 +190,14 @@ class ConstraintsIn(WireIn, kw_only=True):
     tensor_parallel: Annotated[list[TensorParallel], Meta(min_length=1, max_length=8)] = (
         msgspec.field(default_factory=lambda: [1, 2, 4, 8])
     )
-    allow_pcie_tensor_parallel: bool = False
+    allow_pcie_tensor_parallel: Annotated[
+        bool,
+        Meta(
+            description="Tensor-parallel groups larger than the card's NVLink domain all-reduce "
+            "over PCIe (its generation and lanes; through host memory where the cards have no "
+            "peer-to-peer), up to the instance's card count. false: NVLink-sized groups only."
+        ),
+    ] = True
     owned: OwnedCostIn = msgspec.field(default_factory=OwnedCostIn)
     mixing: MixingIn = msgspec.field(default_factory=MixingIn)
 

@@ -56,6 +56,7 @@ from service.domain.perfmodel.calibration import (
     GroupConstants,
 )
 from service.domain.perfmodel.hardware import (
+    PCIE_HOST_STAGING_FACTOR,
     LinkPlan,
     PrecisionPlan,
     calibration_group,
@@ -370,7 +371,9 @@ def allreduce_algorithms(
 
     * ring (PCIe, partial meshes): ``2 (t - 1)`` steps, each card moves ``2 (t - 1) / t`` of
       the message (NCCL ring; vLLM's custom all-reduce is disabled on more than two PCIe cards,
-      github.com/vllm-project/vllm/issues/56128). The latency grows with the group.
+      github.com/vllm-project/vllm/issues/56128). The latency grows with the group. On PCIe
+      without peer-to-peer each step goes through host memory: latency and seconds per byte
+      both times ``PCIE_HOST_STAGING_FACTOR``.
     * switched or fully meshed (every pair reachable in one hop): one-shot, 1 step, each card
       reads the ``t - 1`` peer buffers (``(t - 1) m / B``); two-shot, 2 steps (reduce-scatter +
       all-gather), ``2 (t - 1) / t m / B``. vLLM's custom all-reduce (github.com/vllm-project/
@@ -389,6 +392,9 @@ def allreduce_algorithms(
     eff = cal.nvlink_bw_eff if nv else cal.pcie_bw_eff
     per_byte = 1.0 / (link.gbps_per_direction * 1e9 * eff)
     ring = 2.0 * (t - 1) / t
+    if not nv and not link.peer_to_peer:
+        lat *= PCIE_HOST_STAGING_FACTOR
+        per_byte *= PCIE_HOST_STAGING_FACTOR
     if not nv or link.topology == "ring":
         return ((2 * (t - 1) * lat, ring * per_byte),)
     algos = [(lat, (t - 1) * per_byte), (2.0 * lat, ring * per_byte)]

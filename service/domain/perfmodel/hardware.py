@@ -147,6 +147,29 @@ _FLOP_PER_BYTE: dict[str, float] = {
 
 # PCIe x16 bandwidth per direction (GB/s) by generation: 8/16/32/64/128 GT/s lanes.
 PCIE_GBPS_PER_DIRECTION: dict[int, float] = {3: 15.75, 4: 31.5, 5: 63.0, 6: 121.0}
+PCIE_LANES = 16
+"""Lanes of a card's PCIe link: every card in the catalog is an x16 card (datasheets: L4,
+L40S, A10G, T4, RTX and data-centre PCIe parts alike)."""
+PCIE_HOST_STAGING_FACTOR = 2.0
+"""Without PCIe peer-to-peer, NCCL stages each chunk through pinned host memory (its SHM
+transport): the sender's DMA into host memory and the receiver's DMA out of it happen one after
+the other for a chunk, so each ring step takes twice the latency and moves data at half the
+rate of a direct card-to-card write."""
+
+
+def pcie_gbps_per_direction(gen: int, lanes: int = PCIE_LANES) -> float:
+    """GB/s one direction of a PCIe link of generation ``gen`` and ``lanes`` lanes carries:
+    the x16 figure of the generation times ``lanes / 16`` (generations past 6 take Gen6's)."""
+    x16 = PCIE_GBPS_PER_DIRECTION.get(gen, PCIE_GBPS_PER_DIRECTION[6] if gen > 6 else 15.75)
+    return x16 * lanes / 16
+
+
+def pcie_peer_to_peer(gpu: GpuSpec) -> bool:
+    """Whether cards of this kind write into each other's memory over PCIe. NVIDIA's GeForce
+    drivers report no PCIe peer-to-peer (``nvidia-smi topo -p2p r`` answers NS on RTX 3090 and
+    4090; P2P there needs a patched open kernel module), so NCCL stages through host memory;
+    data-centre and workstation cards have it."""
+    return "geforce" not in gpu.name.lower()
 
 
 def memory_bytes(gpu: GpuSpec) -> float:
@@ -324,7 +347,9 @@ class LinkPlan:
     group, one direction (GB/s): the whole link on a switch, ``(t - 1) / (domain - 1)`` of it
     on a mesh of ``domain`` cards (one link per peer), PCIe x16 of the card's generation.
     ``nvls``: the switch reduces in the network (NVLink SHARP, NVSwitch generation 3 and later:
-    Hopper and Blackwell systems). The fitted latency/efficiency constants apply on top.
+    Hopper and Blackwell systems). ``peer_to_peer`` (PCIe only): cards write into each other's
+    memory; without it every ring step is staged through host memory
+    (:data:`PCIE_HOST_STAGING_FACTOR`). The fitted latency/efficiency constants apply on top.
     """
 
     kind: str
@@ -333,6 +358,7 @@ class LinkPlan:
     reason: str
     topology: Topology = "ring"
     nvls: bool = False
+    peer_to_peer: bool = True
 
 
 def link_topology(gpu: GpuSpec) -> Topology:
@@ -357,7 +383,9 @@ def link_plan(gpu: GpuSpec, tp: int, allow_pcie: bool) -> LinkPlan:
 
     A group fits the scale-up link when ``tp <= gpu.nvlink_domain`` and the card has one
     (``interconnect_bandwidth_gbps > 0``, which is the both-directions figure; one direction is
-    half). Otherwise PCIe at ``PCIE_GBPS_PER_DIRECTION[pcie_gen]`` only when allowed, as a ring.
+    half). Otherwise PCIe (:func:`pcie_gbps_per_direction` of the card's generation and
+    :data:`PCIE_LANES`), only when allowed, as a ring, peer to peer or through host memory
+    (:func:`pcie_peer_to_peer`).
     """
     if tp == 1:
         return LinkPlan("none", 0.0, "", "", "none")
@@ -369,7 +397,8 @@ def link_plan(gpu: GpuSpec, tp: int, allow_pcie: bool) -> LinkPlan:
             per_dir *= (tp - 1) / (domain - 1)
         nvls = topo == "switched" and generation(gpu) in ("hopper", "blackwell")
         return LinkPlan("nvlink", per_dir, "", "", topo, nvls)
-    pcie = PCIE_GBPS_PER_DIRECTION.get(gpu.pcie_gen, 31.5 if gpu.pcie_gen > 6 else 15.75)
+    pcie = pcie_gbps_per_direction(gpu.pcie_gen)
+    p2p = pcie_peer_to_peer(gpu)
     domain = domain if gpu.interconnect_bandwidth_gbps > 0 else 1
     if not allow_pcie:
         if domain == 1:
@@ -381,9 +410,10 @@ def link_plan(gpu: GpuSpec, tp: int, allow_pcie: bool) -> LinkPlan:
             f"tensor parallel {tp} needs a scale-up link but {why}; "
             "set allow_pcie_tensor_parallel to all-reduce over PCIe",
         )  # fmt: skip
+    how = "peer to peer" if p2p else "staged through host memory (no peer-to-peer)"
     return LinkPlan(
         "pcie", pcie,
-        f"tensor parallel {tp} all-reduces over PCIe Gen{gpu.pcie_gen} "
-        f"({pcie:g} GB/s per direction)",
-        "",
+        f"tensor parallel {tp} all-reduces over PCIe Gen{gpu.pcie_gen} x{PCIE_LANES} "
+        f"({pcie:g} GB/s per direction), {how}",
+        "", peer_to_peer=p2p,
     )  # fmt: skip

@@ -70,7 +70,7 @@ class ConstraintsDraft:
     headroom: float | None = None
     min_replicas: int = 1
     tensor_parallel: tuple[int, ...] = (1, 2, 4, 8)
-    allow_pcie_tensor_parallel: bool = False
+    allow_pcie_tensor_parallel: bool = True
     owned: OwnedCost = field(default_factory=OwnedCost)
     mixing: MixingDraft = field(default_factory=MixingDraft)
 

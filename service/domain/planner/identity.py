@@ -18,7 +18,7 @@ import msgspec
 from service.domain.planner.request import PlanRequest
 from service.domain.planner.result import Plan
 
-PLAN_ID_VERSION = 3
+PLAN_ID_VERSION = 4
 
 _sorted_json = msgspec.json.Encoder(order="sorted")
 

@@ -106,7 +106,7 @@ class PlanConstraints:
     headroom: float | None = None
     min_replicas: int = 1
     tensor_parallel: tuple[int, ...] = (1, 2, 4, 8)
-    allow_pcie_tensor_parallel: bool = False
+    allow_pcie_tensor_parallel: bool = True
     owned: OwnedCost = field(default_factory=OwnedCost)
     mixing: MixingPolicy = field(default_factory=MixingPolicy)
 

@@ -161,7 +161,7 @@ def test_plan_ids_are_stable_across_releases() -> None:
         slo=Slo(1500.0, 60.0, None, 95.0),
         budget=BudgetDraft(usd_per_hour=150.0),
     )
-    assert pid(query_example) == "fe6436dd455286dea4686e097b481aa7"
+    assert pid(query_example) == "d7acad3046999257d29cdae347cf2ceb"
     mix_example = replace(
         query_example,
         workload=WorkloadDraft(qps=40.0, mix=(MixShare(0.8, 512, 200), MixShare(0.2, 4000, 300))),
@@ -169,13 +169,13 @@ def test_plan_ids_are_stable_across_releases() -> None:
             headroom=0.2, min_replicas=2, providers=("aws", "gcp", "azure", "lambda", "runpod")
         ),
     )
-    assert pid(mix_example) == "99472579034f68fd66f3d46c7662f818"
+    assert pid(mix_example) == "dbeed726a6c640ae25aa4c48844841e5"
     custom = draft(
         model={"params_b": 34.0, "n_kv_heads": 8, "name": "mine"},
         workload=WorkloadDraft(qps=2.0, prompt_tokens=2048, output_tokens=512),
         engine_version="0.11",
     )
-    assert pid(custom) == "30d3fba533a092ab5ceb87fb9c0a5b46"
+    assert pid(custom) == "2f177311b1d4f83d6df9425ae2b60af6"
 
 
 @pytest.mark.parametrize(
