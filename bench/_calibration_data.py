@@ -52,7 +52,9 @@ Every row is mapped, or skipped with a counted reason (:class:`LoadReport`). Dec
   budget per rank), not SGLang's (attention weights replicated, MLP sharded).
 * **Source** (the hold-out unit) is the ``source`` column, with ``SOURCE_ALIASES`` joining
   copies of one document (the v0.14 TensorRT-LLM page appears in calibration.csv and in
-  validation_points.csv).
+  validation_points.csv). Result blocks a source published under the wrong GPU
+  (``COPIED_BLOCKS``: identical to the hundredth to another GPU's page, contradicted by the
+  page's own summary) are skipped.
 
 TRT-LLM rows keep the conventions of the first calibration: FP8/FP4 rows use an FP8 KV cache;
 L40S, A100-PCIe and RTX PRO 6000 with TP > 1 all-reduce over PCIe; pipeline-parallel rows are
@@ -187,6 +189,31 @@ SOURCE_ALIASES: dict[str, str] = {
     "github:arthurrasmusson/TensorRT-LLM@e00d4e6564921307dd264b61fe1d46f116095e0e "
     "docs/source/performance/perf-overview.md (v0.14.0 revision)": _V014_DOC,
 }
+
+
+# Result blocks a source published under the wrong GPU, as ``(source document suffix, text in
+# the row's note)`` -> why. Their rows are skipped and counted, never fitted or scored.
+#
+# GPUStack's GLM-4.5-Air H100 page (docs/performance-lab/glm-4.5-air/h100.md): every number of
+# its "Other Benchmark Cases" blocks (vLLM baseline and SGLang optimized, 32K/4K/2K/128-token
+# prompts) equals, to the hundredth, the same blocks of the A100 page (a100.md). The A100 page's
+# own summary table repeats them (total 6,271 / 13,012 tok/s on the 128-token case), while the
+# H100 page's summary table gives 7,067 / 28,622 tok/s for the same cases (and 2.2-3.6x the
+# block figures on the others): the H100 page carries a copy of the A100 results.
+COPIED_BLOCKS: dict[tuple[str, str], str] = {
+    (
+        "docs/performance-lab/glm-4.5-air/h100.md",
+        "section 'Other Benchmark Cases'",
+    ): "source: result block copied from another GPU's page (GPUStack GLM-4.5-Air H100)",
+}
+
+
+def copied_block(source: str, note: str) -> str:
+    """Why a row's result block is a copy published under the wrong GPU ("" when it is not)."""
+    for (suffix, marker), reason in COPIED_BLOCKS.items():
+        if source.endswith(suffix) and marker in note:
+            return reason
+    return ""
 
 
 def source_document(raw: str) -> str:
@@ -614,6 +641,10 @@ def _load_serving(gpus: Mapping[str, GpuSpec], report: LoadReport, start: int) -
             continue
         if metric_label not in METRICS:
             report.skip("metric: per-node/per-GPU headline, prefill/decode-only or duration")
+            continue
+        copied = copied_block(r["source"], r["note"])
+        if copied:
+            report.skip(copied)
             continue
         common = _common(r, report, gpus)
         if common is None:

@@ -185,3 +185,47 @@ def test_loso_never_puts_a_source_on_both_sides(loaded: tuple[list[Row], LoadRep
 def test_serving_copy_is_the_reference_file() -> None:
     with SERVING_CSV.open(encoding="utf-8") as fh:
         assert sum(1 for _ in csv.DictReader(fh)) == 2722
+
+
+def _run_numbers(rows: list[Row]) -> dict[tuple[object, ...], dict[str, tuple[str, ...]]]:
+    """Per benchmark run on a GPU (engine, model, lengths, load): its numbers, by GPU."""
+    runs: dict[tuple[object, ...], dict[str, list[str]]] = {}
+    for r in rows:
+        key = (r.engine_label, r.model_label, r.input_len, r.output_len, r.load, r.load_n)
+        runs.setdefault(key, {}).setdefault(r.gpu_id, []).append(f"{r.metric}/{r.stat}={r.value}")
+    return {k: {g: tuple(sorted(v)) for g, v in per.items()} for k, per in runs.items()}
+
+
+def test_no_run_is_a_copy_of_another_gpus_run(loaded: tuple[list[Row], LoadReport]) -> None:
+    """Two cards measured independently never agree to the hundredth on every number of a
+    run (throughput, TTFT, TPOT, ITL); a run that does is a copied result block."""
+    rows, report = loaded
+    for key, per_gpu in _run_numbers(rows).items():
+        seen: dict[tuple[str, ...], str] = {}
+        for gpu, numbers in sorted(per_gpu.items()):
+            if len(numbers) >= 3:
+                assert numbers not in seen, f"{key}: {gpu} repeats {seen.get(numbers)}"
+                seen[numbers] = gpu
+    # the copy GPUStack published on its GLM-4.5-Air H100 page is counted, not used
+    copied = [reason for reason in report.skipped if reason.startswith("source: result block")]
+    assert copied
+    assert not any(
+        r.gpu_id == "h100-sxm" and r.model.id == "glm-4.5-air" and "Other Benchmark Cases" in r.note
+        for r in rows
+    )
+
+
+def test_copied_block_detection_without_the_rule() -> None:
+    """The check above would catch the copy: the raw file holds the same run on two GPUs."""
+    with SERVING_CSV.open(encoding="utf-8") as fh:
+        raw = [r for r in csv.DictReader(fh) if "Other Benchmark Cases" in r["note"]]
+    by_run: dict[tuple[str, ...], dict[str, set[str]]] = {}
+    for r in raw:
+        key = (r["engine"], r["model"], r["input_len"], r["output_len"], r["concurrency"])
+        by_run.setdefault(key, {}).setdefault(r["gpu"], set()).add(f"{r['metric']}={r['value']}")
+    dupes = [
+        key
+        for key, per in by_run.items()
+        if len(per) > 1 and len({frozenset(v) for v in per.values()}) < len(per)
+    ]
+    assert dupes and all(key[1] == "zai-org/GLM-4.5-Air" for key in dupes)
