@@ -86,6 +86,70 @@ METRIC_LABEL = {
 }
 TARGET_ENGINES = ("trtllm", "vllm", "sglang")
 TARGETS = {"peak_throughput": 0.15, "throughput_at_load": 0.15, "ttft": 0.25, "tpot": 0.25}
+# Why a target is missed, per (engine, metric), as diagnosed from the residuals by source
+# (``residual_lines``). ``missed_targets`` attaches the reason to every target the LOSO
+# validation misses; bench/calibrate.py stores them in ``FIT_REPORT["target_notes"]`` and
+# ``make readme`` prints them under the accuracy tables. A missed target without an entry says
+# so.
+_SHORT_BURSTS = (
+    "GPUStack's bursts of 1,000 requests of 128 prompt / 4 output tokens are bound by the "
+    "server's per-request path (chat template, tokenising, then detokenising and streaming each "
+    "request's chunks on the frontend's event loop; the runs use /v1/chat/completions), not by "
+    "the GPUs: their timings imply 3-22 ms per request depending on the model (gpt-oss 3-5 ms, "
+    "DeepSeek-V3 and GLM 12-22 ms). A per-build frontend time fitted on the other models' "
+    "bursts did not carry over to the held-out model (the LOSO error rose), so these runs are "
+    "scored, not fitted (MIN_FIT_OUTPUT)."
+)
+MISS_REASONS: dict[tuple[str, str], str] = {
+    ("trtllm", "ttft"): (
+        "38 of the rows are TensorRT-LLM v0.14's online points behind Triton, one source (held "
+        "out with that release's offline rows, which share its document); every other "
+        "TensorRT-LLM source is an offline trtllm-bench run without a frontend, so held out, the "
+        "request handling of Triton's ensemble (Python pre- and post-processing, about 7 ms per "
+        "first token) is learnt from no other source and TTFT is under-predicted by about that. "
+        "A second online TensorRT-LLM source would let it be fitted and validated."
+    ),
+    ("trtllm", "throughput_at_load"): (
+        "22 of the rows are the same v0.14 Triton points under request rates and 8 are NIM 1.8 "
+        "closed loops (one source): held out, each leaves its build without other online data, "
+        "so throughput under load comes from builds measured only offline."
+    ),
+    ("vllm", "peak_throughput"): (
+        "Three groups dominate. "
+        + _SHORT_BURSTS
+        + " They are 20 of the rows, predicted at 0.6-4.5x the measured rate. vLLM 0.13 on "
+        "DeepSeek-V3.2 (its only source; new sparse-attention kernels) runs 1.3-1.9x slower "
+        "than predicted from other builds. Dense Qwen3 14B/32B on A100 run 1.4-1.7x faster than"
+        " predicted: vLLM's efficiency multipliers are shared by every GPU family and fitted "
+        "mostly on MoE models on Hopper; a separate fused-MoE kernel efficiency per build was "
+        "tried and raised the LOSO error."
+    ),
+    ("vllm", "ttft"): (
+        _SHORT_BURSTS
+        + " Their first tokens wait for the frontend to take in the burst (mean TTFT is up to "
+        "90% of the run), up to 8x longer than predicted."
+    ),
+    ("vllm", "tpot"): (
+        _SHORT_BURSTS
+        + " Their three inter-token gaps depend on how the frontend interleaves streaming with "
+        "taking in new requests, which the iteration model does not describe."
+    ),
+    ("sglang", "peak_throughput"): (
+        _SHORT_BURSTS + " Each other SGLang source is one model's document, so each fold "
+        "predicts a model from the others."
+    ),
+    ("sglang", "ttft"): (
+        _SHORT_BURSTS + " Their first tokens wait for SGLang's tokenizer manager to take in the "
+        "burst, longer than predicted."
+    ),
+    ("sglang", "tpot"): (
+        _SHORT_BURSTS
+        + " SGLang reports 0.7-1.4 s between their 3 output tokens, 2.5-4x the model's decode "
+        "iterations (10 of the rows). With 32,000-token prompts in 100-request bursts SGLang's "
+        "TPOT is 1.3-2.4x below the model's, which charges each decode iteration a share of "
+        "the other requests' prefill chunks (8 rows)."
+    ),
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -352,6 +416,29 @@ def target_lines(rows: Sequence[Row], preds: Mapping[int, float]) -> list[str]:
             out.append(
                 f"- throughput on {g}: median APE {_pct(s.median_ape)} over {s.n} rows "
                 f"(target <= 30%): {ok}"
+            )
+    return out
+
+
+def missed_targets(
+    totals_by_engine: Mapping[str, Mapping[str, Mapping[str, float]]],
+) -> list[dict[str, object]]:
+    """Every LOSO target missed (``TARGETS`` for ``TARGET_ENGINES``; ``totals_by_engine`` as in
+    :attr:`Validation.totals`), with its error and the recorded reason (``MISS_REASONS``)."""
+    out: list[dict[str, object]] = []
+    for eng in TARGET_ENGINES:
+        for m, limit in TARGETS.items():
+            cell = totals_by_engine.get(eng, {}).get(m)
+            if cell is None or float(cell["median_ape"]) <= limit:
+                continue
+            out.append(
+                {
+                    "engine": eng,
+                    "metric": m,
+                    "median_ape": float(cell["median_ape"]),
+                    "target": limit,
+                    "reason": MISS_REASONS.get((eng, m), "no diagnosis recorded"),
+                }
             )
     return out
 

@@ -562,7 +562,8 @@ bench/validation_points.csv (what was skipped and why: bench/accuracy.py):
 
 ``FITTED``: the constants (meaning of each: service/domain/perfmodel/calibration.py).
 ``FIT_REPORT``: in-sample fit error and leave-one-source-out error per engine and metric
-(``loso``) and per engine, metric and GPU (``loso_by_gpu``).
+(``loso``) and per engine, metric and GPU (``loso_by_gpu``); every missed target with the
+reason recorded for it (``target_notes``, from ``bench/accuracy.py`` ``MISS_REASONS``).
 The engine builds and their validation error: service/domain/perfmodel/engine_builds.py.
 """
 
@@ -592,7 +593,11 @@ PROFILES: dict[str, object] = {_literal(dict(profile_map))}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from bench.accuracy import loso_validation, summary_lines  # shares the LOSO harness
+    from bench.accuracy import (  # shares the LOSO harness
+        loso_validation,
+        missed_targets,
+        summary_lines,
+    )
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--dry-run", action="store_true", help="do not write constants.py")
@@ -625,6 +630,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "loso": val.totals,
         "loso_by_gpu": val.by_gpu,
+        "target_notes": missed_targets(val.totals),
         "at_bounds": bounds,
     }  # fmt: skip
     summary = summary_lines(rows, val)

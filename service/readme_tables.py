@@ -97,6 +97,25 @@ def throughput_by_gpu(report: Mapping[str, Any] = FIT_REPORT) -> str:
     return "\n".join(lines) + "\n"
 
 
+def accuracy_notes(report: Mapping[str, Any] = FIT_REPORT) -> str:
+    """One bullet per missed target (``target_notes``): engine, metric, error against the
+    target, and the reason recorded for it; a sentence when every target is met, nothing for
+    a report without notes."""
+    notes = report.get("target_notes")
+    if not isinstance(notes, list):
+        return ""
+    if not notes:
+        return "Every target is met.\n"
+    lines = []
+    for n in notes:
+        lines.append(
+            f"- {ENGINE_LABELS.get(n['engine'], n['engine'])} "
+            f"{METRIC_LABELS.get(n['metric'], n['metric'])}: {_pct(n['median_ape'])} "
+            f"(target {_pct(n['target'])}). {n['reason']}"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def _ordered(metrics: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     order = list(METRIC_LABELS)
     return sorted(metrics.items(), key=lambda kv: order.index(kv[0]))
@@ -105,6 +124,7 @@ def _ordered(metrics: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
 TABLES: dict[str, Callable[[], str]] = {
     "accuracy-by-engine": accuracy_by_engine,
     "throughput-by-gpu": throughput_by_gpu,
+    "accuracy-notes": accuracy_notes,
 }
 
 

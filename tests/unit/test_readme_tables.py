@@ -59,3 +59,38 @@ def test_rewrite_fills_marked_blocks_from_the_committed_report() -> None:
     assert readme_tables.accuracy_by_engine(FIT_REPORT) in out
     with pytest.raises(KeyError, match="no-such"):
         readme_tables.rewrite("<!-- table:no-such -->\n<!-- /table -->")
+
+
+def test_notes_list_each_missed_target_with_its_reason() -> None:
+    report = {
+        "target_notes": [
+            {
+                "engine": "sglang",
+                "metric": "tpot",
+                "median_ape": 0.4,
+                "target": 0.25,
+                "reason": "Prefill first.",
+            }
+        ]
+    }
+    assert (
+        readme_tables.accuracy_notes(report)
+        == "- SGLang TPOT: 40.0% (target 25.0%). Prefill first.\n"
+    )
+    assert readme_tables.accuracy_notes({"target_notes": []}) == "Every target is met.\n"
+    assert readme_tables.accuracy_notes({}) == ""
+
+
+def test_missed_targets_follow_the_targets() -> None:
+    from bench.accuracy import TARGETS, missed_targets
+
+    totals = {
+        "vllm": {
+            "ttft": {"median_ape": TARGETS["ttft"] + 0.01},
+            "tpot": {"median_ape": TARGETS["tpot"] - 0.01},
+        },
+        "lmdeploy": {"ttft": {"median_ape": 0.9}},  # not a target engine
+    }
+    missed = missed_targets(totals)
+    assert [(m["engine"], m["metric"]) for m in missed] == [("vllm", "ttft")]
+    assert missed[0]["reason"]
