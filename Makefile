@@ -9,7 +9,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck pytest fuzz bench openapi readme clean
+.PHONY: run test lint typecheck pytest fuzz bench openapi readme screenshot clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,12 @@ openapi: $(STAMP)
 # README example outputs, from the running service (a test fails when they drift).
 readme: $(STAMP)
 	$(BIN)/python -m service.readme_examples
+	$(BIN)/python -m service.readme_figures
+
+# The README's screenshot of the planning page: the browser test's, written to docs/images/
+# (needs Debian's chromium: apt-get install -y chromium).
+screenshot: $(STAMP)
+	GPUPLAN_TEST_ARTIFACTS=docs/images $(BIN)/pytest -p no:cacheprovider -q -s tests/integration/test_planning_page.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py

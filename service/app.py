@@ -35,6 +35,7 @@ from service.api.controllers.price_import import PriceImportController
 from service.api.errors import EXCEPTION_HANDLERS
 from service.api.json_body import JsonRequest
 from service.api.openapi_docs import ExactStructSchemaPlugin, problems
+from service.api.page import planning_page
 from service.api.ratelimit import Limiter, WriteLimits, parse_networks
 from service.api.strict_query import check_parameters
 from service.cache.base import PlanCache
@@ -281,6 +282,7 @@ def create_app(
             HealthController,
             metrics_endpoint,
             static_router(),
+            planning_page,
         ],
         lifespan=[lifespan],
         dependencies={

@@ -153,6 +153,7 @@ def cost_vs_slo_spec(curve: SloCurve, request: PlanRequest) -> dict[str, Any]:
                                 "type": "quantitative",
                                 "title": f"p{curve.percentile:g} {title}",
                                 "scale": {"type": "log"},
+                                "axis": {"labelOverlap": "greedy"},
                             },
                             "y": {
                                 "field": "usd_per_hour",

@@ -1,0 +1,150 @@
+// The planning page: the form's fields are the GET /v1/plan query parameters; the answer is
+// drawn from the API's JSON, the charts are the server's SVG pictures. No other host is used.
+"use strict";
+
+// The form's named controls, in page order: each is a GET /v1/plan query parameter.
+let FIELDS = [];
+const CHARTS = { "chart-load": "cost-vs-load", "chart-slo": "cost-vs-slo", "chart-gpu": "per-gpu" };
+
+const $ = (id) => document.getElementById(id);
+const usd = (n) => n.toLocaleString("en-US", { style: "currency", currency: "USD" });
+
+function query(form) {
+  const params = new URLSearchParams();
+  for (const name of FIELDS) {
+    const value = form.elements[name].value.trim();
+    if (value !== "") params.set(name, value);
+  }
+  return params;
+}
+
+function fill(form, params) {
+  for (const name of FIELDS) {
+    if (params.has(name)) form.elements[name].value = params.get(name);
+  }
+}
+
+function clearErrors(form) {
+  for (const name of FIELDS) {
+    form.elements[name].removeAttribute("aria-invalid");
+    $(`${name}-error`).textContent = "";
+  }
+  $("form-status").textContent = "";
+}
+
+function showProblem(form, problem) {
+  const items = problem.errors && problem.errors.length
+    ? problem.errors
+    : [{ field: problem.field, message: problem.detail }];
+  let first = null;
+  const elsewhere = [];
+  for (const item of items) {
+    const input = item.field && form.elements[item.field];
+    if (input && FIELDS.includes(item.field)) {
+      input.setAttribute("aria-invalid", "true");
+      $(`${item.field}-error`).textContent = item.message;
+      first = first || input;
+    } else {
+      elsewhere.push(item.message);
+    }
+  }
+  $("form-status").textContent = elsewhere.length
+    ? elsewhere.join(" ")
+    : `The plan was refused: ${problem.title}. Fix the marked field.`;
+  if (first) first.focus();
+}
+
+function cell(row, text) {
+  const td = document.createElement("td");
+  td.textContent = text;
+  row.appendChild(td);
+}
+
+function rows(table, items, columns) {
+  const body = $(table).querySelector("tbody");
+  body.replaceChildren();
+  for (const item of items) {
+    const row = document.createElement("tr");
+    for (const column of columns) cell(row, column(item));
+    body.appendChild(row);
+  }
+}
+
+function list(id, items) {
+  const ul = $(id);
+  ul.replaceChildren();
+  for (const text of items) {
+    const li = document.createElement("li");
+    li.textContent = text;
+    ul.appendChild(li);
+  }
+}
+
+function theme() {
+  return window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches
+    ? "dark" : "light";
+}
+
+function draw(plan) {
+  const fleet = plan.fleet || [];
+  $("summary").textContent = plan.status === "infeasible"
+    ? "No fleet meets this request (see the rejected GPUs and the explanation)."
+    : `${plan.status}: ${usd(plan.usd_per_hour)}/hour (${usd(plan.usd_per_month)}/month), `
+      + `${plan.total_cards} cards. Plan id ${plan.plan_id}.`;
+  rows("fleet", fleet, [
+    (l) => l.gpu, (l) => `${l.provider} ${l.region}`, (l) => l.instance_type,
+    (l) => l.tensor_parallel, (l) => l.replicas, (l) => l.cards, (l) => l.usd_per_hour.toFixed(2),
+    (l) => l.ttft_ms, (l) => l.tpot_ms,
+  ]);
+  list("explanation", plan.explanation || []);
+  rows("alternatives", plan.alternatives || [], [
+    (a) => a.gpu, (a) => a.usd_per_hour.toFixed(2), (a) => a.total_cards,
+  ]);
+  rows("rejected", plan.rejected || [], [(r) => r.gpu, (r) => r.reason]);
+  for (const [id, curve] of Object.entries(CHARTS)) {
+    const img = $(id);
+    img.closest("figure").hidden = false;
+    img.onerror = () => { img.closest("figure").hidden = true; };
+    img.src = `/v1/plans/${plan.plan_id}/curves/${curve}.svg?theme=${theme()}`;
+  }
+  const answer = $("answer");
+  answer.hidden = false;
+}
+
+async function submit(form, { focus = true } = {}) {
+  clearErrors(form);
+  const params = query(form);
+  $("form-status").textContent = "Planning…";
+  let response;
+  try {
+    response = await fetch(`/v1/plan?${params}`, { headers: { Accept: "application/json" } });
+  } catch (error) {
+    $("form-status").textContent = `The service did not answer: ${error}`;
+    return;
+  }
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    showProblem(form, body);
+    return;
+  }
+  const link = `/?${params}`;
+  $("share").href = link;
+  window.history.replaceState(null, "", link);
+  draw(body);
+  $("form-status").textContent = "Plan ready.";
+  if (focus) $("answer").focus();
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const form = $("plan-form");
+  FIELDS = Array.from(form.elements).filter((e) => e.name).map((e) => e.name);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    submit(form);
+  });
+  const params = new URLSearchParams(window.location.search);
+  if (params.has("model")) {
+    fill(form, params);
+    submit(form, { focus: false });
+  }
+});
