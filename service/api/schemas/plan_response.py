@@ -17,6 +17,7 @@ from service.domain.planner import (
     FleetLine,
     MixDecision,
     MixRule,
+    Redundancy,
     SolvedPlan,
     canonical_document,
 )
@@ -177,6 +178,33 @@ class MixingOut(WireOut, kw_only=True):
         )
 
 
+class RedundancyOut(WireOut, kw_only=True):
+    """How the fleet survives a loss: what it spreads over, and the share of the target load
+    the rest still carries after losing its worst line, provider or region."""
+
+    replicas: int
+    lines: int
+    providers: int
+    regions: Annotated[int, Meta(description="Distinct (provider, region) pairs.")]
+    without_worst_line_percent: Annotated[
+        float, Meta(description="% of the target load left after losing the worst line.")
+    ]
+    without_worst_provider_percent: float
+    without_worst_region_percent: float
+
+    @classmethod
+    def from_domain(cls, r: Redundancy) -> RedundancyOut:
+        return cls(
+            replicas=r.replicas,
+            lines=r.lines,
+            providers=r.providers,
+            regions=r.regions,
+            without_worst_line_percent=_r(r.without_worst_line_percent, 1),
+            without_worst_provider_percent=_r(r.without_worst_provider_percent, 1),
+            without_worst_region_percent=_r(r.without_worst_region_percent, 1),
+        )
+
+
 class RejectionOut(WireOut, kw_only=True):
     gpu: str
     code: str
@@ -219,6 +247,7 @@ class PlanOut(WireOut, kw_only=True):
     alternatives: list[AlternativeOut]
     savings_vs_best_single_type: SavingsOut | None
     mixing: MixingOut | None
+    redundancy: RedundancyOut | None
     rejected: list[RejectionOut]
     max_qps_within_budget: ReqPerS | None
     explanation: list[str]
@@ -259,6 +288,9 @@ class PlanOut(WireOut, kw_only=True):
                 else None
             ),
             mixing=MixingOut.from_domain(plan.mixing) if plan.mixing is not None else None,
+            redundancy=(
+                RedundancyOut.from_domain(plan.redundancy) if plan.redundancy is not None else None
+            ),
             rejected=[RejectionOut(gpu=r.gpu, code=r.code, reason=r.reason) for r in plan.rejected],
             max_qps_within_budget=(
                 _r(plan.max_qps_within_budget, 3)

@@ -47,6 +47,7 @@ from service.domain.planner.result import (
     MixDecision,
     MixRule,
     Plan,
+    Redundancy,
     Rejection,
     Savings,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "PlanDefaults",
     "PlanDraft",
     "PlanRequest",
+    "Redundancy",
     "Rejection",
     "Savings",
     "SolvedPlan",

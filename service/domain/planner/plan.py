@@ -35,6 +35,7 @@ from service.domain.planner.explain import (
     single_type_rejection,
 )
 from service.domain.planner.mixing import decide, decision_sentence, one_vendor_solve
+from service.domain.planner.redundancy import redundancy, redundancy_sentence
 from service.domain.planner.request import PlanRequest
 from service.domain.planner.result import BucketSummary, Plan, Rejection, Savings, plan_status
 from service.domain.solver import solve_single_type
@@ -105,6 +106,7 @@ def plan(
             if best.fleet.usd_per_hour
             else 0.0,
         )
+    spares = redundancy(request, candidates, solution) if fleet is not None else None
     status = plan_status(solution.status.value)
     return Plan(
         status=status,
@@ -117,11 +119,13 @@ def plan(
         explanation=explain(
             request, candidates, solution, fleet, alternatives, savings, budget_qps, problem
         )
-        + ((decision_sentence(decision),) if fleet is not None else ()),
+        + ((decision_sentence(decision),) if fleet is not None else ())
+        + ((redundancy_sentence(spares),) if spares is not None else ()),
         assumptions=assumptions(request, candidates, solution if solution.has_fleet else None),
         buckets=buckets,
         prices_as_of=prices_as_of,
         mixing=decision,
+        redundancy=spares,
     )
 
 

@@ -148,6 +148,22 @@ class MixDecision:
 
 
 @dataclass(frozen=True, slots=True)
+class Redundancy:
+    """How a fleet survives a loss. ``lines``, ``providers`` and ``regions`` (a provider's
+    region) count what it spreads over; ``without_worst_*_percent`` is the share of the target
+    load (percent, by the performance model, no headroom) the rest of the fleet still carries
+    after losing the worst line, provider or region (0 when that is everything)."""
+
+    replicas: int
+    lines: int
+    providers: int
+    regions: int
+    without_worst_line_percent: float
+    without_worst_provider_percent: float
+    without_worst_region_percent: float
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     """The planner's answer. ``fleet`` is ``None`` only when the status is ``infeasible``."""
 
@@ -163,3 +179,4 @@ class Plan:
     buckets: tuple[BucketSummary, ...]
     prices_as_of: datetime | None
     mixing: MixDecision | None = None
+    redundancy: Redundancy | None = None
