@@ -710,6 +710,21 @@ def test_terraform_http_variant() -> None:
         assert re.search(rf"\b{attribute}\s*=", text), attribute
     for attribute in ("usd_per_hour", "pricing", "gpus", "allow_mix", "headroom", "min_replicas"):
         assert re.search(rf"\b{attribute}\s*=", text), attribute
+    # providers, regions, card caps, a request mix and the mixing policy reach the request
+    for attribute in (
+        "providers",
+        "regions",
+        "max_cards",
+        "mix",
+        "share",
+        "mixing",
+        "max_gpu_types",
+        "min_mix_savings_percent",
+        "allow_mixed_vendors",
+        "allow_pcie_tensor_parallel",
+    ):
+        assert re.search(rf"\b{attribute}\s*=", text), attribute
+    assert {"mixing", "redundancy"} <= tf_blocks(text, "output")
 
 
 def test_terraform_external_variant() -> None:

@@ -9,16 +9,21 @@ locals {
 
   # Leave unset (null) attributes out of the JSON instead of sending `null`, so gpuplan applies
   # its own defaults. `{ for ... }` over an object yields an object, so mixed types are fine.
-  slo         = { for k, v in var.slo : k => v if v != null }
-  budget      = { for k, v in var.budget : k => v if v != null }
-  constraints = { for k, v in var.constraints : k => v if v != null }
+  slo      = { for k, v in var.slo : k => v if v != null }
+  budget   = { for k, v in var.budget : k => v if v != null }
+  workload = { for k, v in var.workload : k => v if v != null }
+  mixing   = try({ for k, v in var.constraints.mixing : k => v if v != null }, {})
+  constraints = merge(
+    { for k, v in var.constraints : k => v if v != null && k != "mixing" },
+    length(local.mixing) > 0 ? { mixing = local.mixing } : {},
+  )
 
   request = {
     for k, v in {
       model       = var.model
       precision   = var.precision
       engine      = var.engine
-      workload    = var.workload
+      workload    = local.workload
       slo         = local.slo
       budget      = length(local.budget) > 0 ? local.budget : null
       constraints = length(local.constraints) > 0 ? local.constraints : null

@@ -34,8 +34,19 @@ output "fleet" {
       tensor_parallel = line.tensor_parallel
       replicas        = line.replicas
       cards           = line.cards
+      buckets         = [for b in line.buckets : b.bucket]
     }
   ]
+}
+
+output "mixing" {
+  description = "The mixing policy used and the rule that decided the number of GPU types (rule, saving_percent, mixed_fleet when the threshold kept a mix out)."
+  value       = local.plan.mixing
+}
+
+output "redundancy" {
+  description = "Replicas, lines, providers and regions, and the % of the load left after losing the worst line, provider or region."
+  value       = local.plan.redundancy
 }
 
 output "plan" {

@@ -26,16 +26,28 @@ variable "engine" {
 }
 
 variable "workload" {
-  description = "Offered load: requests per second and mean prompt/output lengths in tokens."
+  description = <<-EOT
+    Offered load: requests per second and either the mean prompt/output lengths in tokens or a
+    mix of request shapes (each with its share of the load; shares sum to 1).
+  EOT
   type = object({
     qps           = number
-    prompt_tokens = number
-    output_tokens = number
+    prompt_tokens = optional(number)
+    output_tokens = optional(number)
+    mix = optional(list(object({
+      share         = number
+      prompt_tokens = number
+      output_tokens = number
+    })))
   })
 
   validation {
-    condition     = var.workload.qps > 0 && var.workload.prompt_tokens > 0 && var.workload.output_tokens > 0
-    error_message = "workload.qps, prompt_tokens and output_tokens must be positive."
+    condition     = var.workload.qps > 0
+    error_message = "workload.qps must be positive."
+  }
+  validation {
+    condition     = (var.workload.mix == null) != (var.workload.prompt_tokens == null && var.workload.output_tokens == null)
+    error_message = "give workload.mix or prompt_tokens and output_tokens, not both."
   }
 }
 
@@ -61,16 +73,34 @@ variable "constraints" {
     Fleet constraints. Unset attributes are left out of the request, so gpuplan's defaults apply.
       pricing      on_demand | spot | reserved_1y | reserved_3y
       gpus         GPU ids or aliases to choose from (null: the whole catalog)
+      exclude_gpus GPU ids or aliases never to use
+      providers    provider ids to buy from, e.g. ["aws", "gcp"] (null: any)
+      regions      regions to buy in (null: any)
+      max_cards    availability cap in cards per GPU, e.g. { h100 = 16 }
       allow_mix    whether the fleet may mix GPU types
-      headroom     spare capacity as a fraction of the load, e.g. 0.2
+      headroom     spare capacity as a fraction of the load, e.g. 0.2 (null: the performance
+                   model's validation error for each card's GPU family)
       min_replicas lower bound on serving replicas (for redundancy)
+      allow_pcie_tensor_parallel  tensor parallelism over PCIe (gpuplan's default: true)
+      mixing       { max_gpu_types (default 2), min_mix_savings_percent (default 10),
+                     allow_mixed_vendors (default false) }
   EOT
   type = object({
-    pricing      = optional(string)
-    gpus         = optional(list(string))
-    allow_mix    = optional(bool)
-    headroom     = optional(number)
-    min_replicas = optional(number)
+    pricing                    = optional(string)
+    gpus                       = optional(list(string))
+    exclude_gpus               = optional(list(string))
+    providers                  = optional(list(string))
+    regions                    = optional(list(string))
+    max_cards                  = optional(map(number))
+    allow_mix                  = optional(bool)
+    headroom                   = optional(number)
+    min_replicas               = optional(number)
+    allow_pcie_tensor_parallel = optional(bool)
+    mixing = optional(object({
+      max_gpu_types           = optional(number)
+      min_mix_savings_percent = optional(number)
+      allow_mixed_vendors     = optional(bool)
+    }))
   })
   default = {}
 }
