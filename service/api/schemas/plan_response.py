@@ -18,6 +18,8 @@ from service.domain.planner import (
     MixDecision,
     MixRule,
     Redundancy,
+    Routing,
+    RoutingMode,
     SolvedPlan,
     canonical_document,
 )
@@ -205,6 +207,46 @@ class RedundancyOut(WireOut, kw_only=True):
         )
 
 
+class RouteOut(WireOut, kw_only=True):
+    """One gateway route: requests up to the cut-off (prompt or output tokens; none on the
+    last route) go to these fleet lines (index in ``fleet``) in these shares."""
+
+    buckets: list[str]
+    prompt_tokens_max: int | None
+    output_tokens_max: int | None
+    lines: list[int]
+    shares: list[Share]
+
+
+class RoutingOut(WireOut, kw_only=True):
+    """How traffic reaches the fleet lines."""
+
+    mode: Annotated[
+        RoutingMode,
+        Meta(
+            description="shared: any line takes any request; by_shape: request shapes are "
+            "split across lines, so the gateway routes by length along routes."
+        ),
+    ]
+    routes: list[RouteOut]
+
+    @classmethod
+    def from_domain(cls, r: Routing) -> RoutingOut:
+        return cls(
+            mode=r.mode,
+            routes=[
+                RouteOut(
+                    buckets=list(x.buckets),
+                    prompt_tokens_max=x.prompt_tokens_max,
+                    output_tokens_max=x.output_tokens_max,
+                    lines=[i for i, _ in x.line_shares],
+                    shares=[_r(s, 4) for _, s in x.line_shares],
+                )
+                for x in r.routes
+            ],
+        )
+
+
 class RejectionOut(WireOut, kw_only=True):
     gpu: str
     code: str
@@ -248,6 +290,7 @@ class PlanOut(WireOut, kw_only=True):
     savings_vs_best_single_type: SavingsOut | None
     mixing: MixingOut | None
     redundancy: RedundancyOut | None
+    routing: RoutingOut | None
     rejected: list[RejectionOut]
     max_qps_within_budget: ReqPerS | None
     explanation: list[str]
@@ -288,6 +331,7 @@ class PlanOut(WireOut, kw_only=True):
                 else None
             ),
             mixing=MixingOut.from_domain(plan.mixing) if plan.mixing is not None else None,
+            routing=RoutingOut.from_domain(plan.routing) if plan.routing is not None else None,
             redundancy=(
                 RedundancyOut.from_domain(plan.redundancy) if plan.redundancy is not None else None
             ),

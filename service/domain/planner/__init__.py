@@ -49,6 +49,9 @@ from service.domain.planner.result import (
     Plan,
     Redundancy,
     Rejection,
+    Route,
+    Routing,
+    RoutingMode,
     Savings,
 )
 
@@ -76,6 +79,9 @@ __all__ = [
     "PlanRequest",
     "Redundancy",
     "Rejection",
+    "Route",
+    "Routing",
+    "RoutingMode",
     "Savings",
     "SolvedPlan",
     "WorkloadBucket",

@@ -38,6 +38,7 @@ from service.domain.planner.mixing import decide, decision_sentence, one_vendor_
 from service.domain.planner.redundancy import redundancy, redundancy_sentence
 from service.domain.planner.request import PlanRequest
 from service.domain.planner.result import BucketSummary, Plan, Rejection, Savings, plan_status
+from service.domain.planner.routing import routing, routing_sentence
 from service.domain.solver import solve_single_type
 
 
@@ -107,6 +108,7 @@ def plan(
             else 0.0,
         )
     spares = redundancy(request, candidates, solution) if fleet is not None else None
+    routes = routing(request, fleet) if fleet is not None else None
     status = plan_status(solution.status.value)
     return Plan(
         status=status,
@@ -120,12 +122,14 @@ def plan(
             request, candidates, solution, fleet, alternatives, savings, budget_qps, problem
         )
         + ((decision_sentence(decision),) if fleet is not None else ())
-        + ((redundancy_sentence(spares),) if spares is not None else ()),
+        + ((redundancy_sentence(spares),) if spares is not None else ())
+        + ((routing_sentence(routes, fleet),) if routes is not None and fleet else ()),
         assumptions=assumptions(request, candidates, solution if solution.has_fleet else None),
         buckets=buckets,
         prices_as_of=prices_as_of,
         mixing=decision,
         redundancy=spares,
+        routing=routes,
     )
 
 

@@ -147,6 +147,31 @@ class MixDecision:
     single_type_gpu: str | None = None
 
 
+RoutingMode = Literal["shared", "by_shape"]
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Requests of ``buckets`` (request shapes) go to the fleet lines of ``line_shares``
+    (line index in ``fleet.lines``, share of this route's load). The route covers requests
+    above the previous route's cut-off and up to ``prompt_tokens_max`` prompt tokens (or
+    ``output_tokens_max`` output tokens when the cut is on output); ``None`` on the last."""
+
+    buckets: tuple[str, ...]
+    prompt_tokens_max: int | None
+    output_tokens_max: int | None
+    line_shares: tuple[tuple[int, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Routing:
+    """``shared``: every line serves every shape; ``by_shape``: the gateway routes by
+    length along ``routes`` (sorted by prompt, then output tokens)."""
+
+    mode: RoutingMode
+    routes: tuple[Route, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class Redundancy:
     """How a fleet survives a loss. ``lines``, ``providers`` and ``regions`` (a provider's
@@ -180,3 +205,4 @@ class Plan:
     prices_as_of: datetime | None
     mixing: MixDecision | None = None
     redundancy: Redundancy | None = None
+    routing: Routing | None = None

@@ -1,0 +1,69 @@
+"""Routing made explicit: a fleet whose lines all serve the whole mix is ``shared``; when request
+shapes are split across lines the plan says ``by_shape`` and gives the gateway the length
+cut-offs and each line's share of every route."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.domain.llm import resolve_model
+from service.domain.perfmodel import Deployment, RequestShape, Slo, max_qps_under_slo
+from service.domain.planner import WorkloadBucket, plan
+from tests.unit.planner.test_planner import request, snapshot
+
+MIX = (WorkloadBucket("b0", 0.8, 256, 64), WorkloadBucket("b1", 0.2, 8000, 256))
+SLO = Slo(ttft_ms=1000, tpot_ms=100, e2e_ms=None, percentile=95)
+
+
+def split_fleet_qps() -> float:
+    """The load at which two H100s for the long prompts plus half an L4's worth of short ones
+    is cheapest (the planner test of a strictly cheaper mix): L4s take only short prompts."""
+    gpus = {g.id: g for g in snapshot().gpus}
+    arch = resolve_model("llama-3.1-8b").arch
+
+    def capacity(gpu: str, b: WorkloadBucket) -> float:
+        dep = Deployment(gpus[gpu], 1, "bf16", "bf16", "vllm")
+        return max_qps_under_slo(arch, dep, RequestShape(b.prompt_tokens, b.output_tokens), SLO).qps
+
+    h_short, h_long = capacity("h100-sxm", MIX[0]), capacity("h100-sxm", MIX[1])
+    l_short = capacity("l4", MIX[0])
+    return (2 + 0.5 * l_short / h_short) / (MIX[1].share / h_long + MIX[0].share / h_short)
+
+
+def test_shapes_split_across_lines_are_routed_by_length() -> None:
+    p = plan(
+        request(qps=split_fleet_qps(), buckets=MIX, slo=SLO, gpus=("l4", "h100-sxm")), snapshot()
+    )
+    assert p.fleet is not None and p.routing is not None
+    lines = p.fleet.lines
+    assert {x.gpu for x in lines} == {"l4", "h100-sxm"}
+    r = p.routing
+    assert r.mode == "by_shape"
+    assert [route.buckets for route in r.routes] == [("b0",), ("b1",)]
+    short, long_ = r.routes
+    # the cut-off lies half-way between the short (256) and the long (8000) prompt
+    assert short.prompt_tokens_max == (256 + 8000) // 2
+    assert long_.prompt_tokens_max is None and long_.output_tokens_max is None
+    gpu_of = {i: x.gpu for i, x in enumerate(lines)}
+    assert {gpu_of[i] for i, _ in long_.line_shares} == {"h100-sxm"}  # L4s cannot take them
+    assert "l4" in {gpu_of[i] for i, _ in short.line_shares}
+    for route in r.routes:
+        assert sum(s for _, s in route.line_shares) == pytest.approx(1.0)
+        for i, share in route.line_shares:
+            served = sum(q for b, q in lines[i].buckets if b in route.buckets)
+            total = sum(q for x in lines for b, q in x.buckets if b in route.buckets)
+            assert share == pytest.approx(served / total)
+    sentence = next(s for s in p.explanation if s.startswith("Routing"))
+    assert f"prompts up to {short.prompt_tokens_max} tokens" in sentence
+
+
+def test_one_line_serving_the_whole_mix_is_shared() -> None:
+    p = plan(request(qps=5, buckets=MIX, slo=SLO, gpus=("h100-sxm",)), snapshot())
+    assert p.fleet is not None and p.routing is not None
+    assert len(p.fleet.lines) == 1 and dict(p.fleet.lines[0].buckets).keys() == {"b0", "b1"}
+    assert p.routing.mode == "shared"
+    assert p.routing.routes[0].line_shares == ((0, 1.0),)
+    assert any("any line may take any request" in s for s in p.explanation)
+    single = plan(request(qps=5, gpus=("h100-sxm",)), snapshot())
+    assert single.routing is not None and single.routing.mode == "shared"
+    assert single.routing.routes[0].prompt_tokens_max is None
