@@ -1,8 +1,10 @@
 """The planning page at ``/``: a form for a plan request whose answer (fleet, cost, charts,
 alternatives, rejections) is drawn by ``static/page/plan.js`` from the API itself.
 
-The page's own URL is shareable: its query string is the ``GET /v1/plan`` query string (plus
-``theme``), so ``/?model=llama-3.1-8b&qps=5&...`` opens the page with that plan. Everything
+The page's own URL is shareable: its query string is the ``GET /v1/plan`` query string, so
+``/?model=llama-3.1-8b&qps=5&...`` opens the page with that plan. A request mix, which that query
+string cannot carry, adds ``mix=share:prompt:output,...`` to the page's URL, and the page then
+sends the ``POST /v1/plans`` body instead (each control names the body path it fills). Everything
 it loads is served by gpuplan (no other host); errors the API answers are shown next to the
 field a problem's ``field`` names.
 """
@@ -16,10 +18,12 @@ from litestar import Response, get
 from litestar.datastructures import CacheControlHeader
 
 from service.api.assets import STATIC_PATH
+from service.api.schemas.plan_fields import PLAN_FIELDS
 from service.domain.llm import preset_ids
 from service.domain.vocabulary import Engine, Precision, PricingChoice
 
 _PAGE_ASSETS = f"{STATIC_PATH}/page"
+_FIELDS = {f.name: f for f in PLAN_FIELDS}
 
 
 def _options(values: tuple[str, ...], selected: str) -> str:
@@ -37,7 +41,10 @@ def _field(
 ) -> str:
     hint_html = f'<span class="hint" id="{name}-hint">{escape(hint)}</span>' if hint else ""
     described = f"{name}-hint {name}-error" if hint else f"{name}-error"
-    control = control.replace("{described}", described)
+    field = _FIELDS[name]  # the body path a control fills, for the script and its errors
+    control = control.replace("{described}", described).replace(
+        f'id="{name}"', f'id="{name}" data-path="{field.path}" data-shape="{field.shape}"', 1
+    )
     return (
         f'<div class="field" data-field="{name}">'
         f'<label for="{name}">{escape(label)}</label>{control}{hint_html}'
@@ -126,6 +133,12 @@ def render_page() -> str:
                 min_="1",
                 value="128",
                 required=True,
+            ),
+            _text(
+                "mix",
+                "Request mix (optional)",
+                hint="Several shapes as share:prompt:output, comma-separated, e.g. "
+                "0.8:512:200,0.2:4000:300; it replaces the two token counts.",
             ),
             _select("precision", "Weight precision", get_args(Precision), "bf16"),
             _select("engine", "Serving engine", get_args(Engine), "vllm"),

@@ -111,6 +111,17 @@ def test_the_planning_page_plans_draws_and_shows_errors_by_field(
             expect(page.get_by_label("Load (requests/s)")).to_be_focused()
             assert page.locator("#model-error").inner_text() == ""
 
+            page.get_by_label("Load (requests/s)").fill("5")
+            page.get_by_label("Request mix (optional)").fill("0.8:512:200,0.2:4000:300")
+            page.get_by_role("button", name="Plan the fleet").click()
+            expect(page.locator("#form-status")).to_have_text("Plan ready.")
+            expect(page.locator("#fleet tbody tr").first).to_be_visible()
+            assert "mix=0.8" in page.url
+            page.get_by_label("Request mix (optional)").fill("0.9:512:200,0.2:4000:300")
+            page.get_by_role("button", name="Plan the fleet").click()
+            expect(page.locator("#mix-error")).not_to_be_empty()  # shares must sum to 1
+            expect(page.get_by_label("Request mix (optional)")).to_be_focused()
+
             for docs in ("/docs", "/docs/swagger"):
                 page.goto(f"{base_url}{docs}")
                 page.wait_for_load_state("networkidle")

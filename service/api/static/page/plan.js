@@ -2,7 +2,8 @@
 // drawn from the API's JSON, the charts are the server's SVG pictures. No other host is used.
 "use strict";
 
-// The form's named controls, in page order: each is a GET /v1/plan query parameter.
+// The form's named controls, in page order: each is a GET /v1/plan query parameter (but `mix`,
+// which only the POST /v1/plans body takes) and names the body path it fills (data-path).
 let FIELDS = [];
 const CHARTS = { "chart-load": "cost-vs-load", "chart-slo": "cost-vs-slo", "chart-gpu": "per-gpu" };
 
@@ -16,6 +17,44 @@ function query(form) {
     if (value !== "") params.set(name, value);
   }
   return params;
+}
+
+// The POST /v1/plans body the form stands for (used when it gives a request mix).
+function requestBody(form) {
+  const out = {};
+  for (const name of FIELDS) {
+    const input = form.elements[name];
+    const raw = input.value.trim();
+    if (raw === "" || name === "prompt_tokens" || name === "output_tokens") continue;
+    let value = raw;
+    if (input.dataset.shape === "names") value = raw.split(",").map((s) => s.trim()).filter(Boolean);
+    else if (input.dataset.shape === "mix") {
+      value = raw.split(",").map((item) => {
+        const [share, prompt, output] = item.split(":").map((s) => Number(s.trim()));
+        return { share, prompt_tokens: prompt, output_tokens: output };
+      });
+    } else if (input.type === "number") value = Number(raw);
+    const steps = input.dataset.path.split(".");
+    let node = out;
+    for (const step of steps.slice(0, -1)) node = node[step] = node[step] || {};
+    node[steps[steps.length - 1]] = value;
+  }
+  return out;
+}
+
+// The control a problem's field names: a query parameter, or a body path (or a path inside one).
+function control(form, field) {
+  if (!field) return null;
+  if (FIELDS.includes(field)) return form.elements[field];
+  const path = field.replace(/\[\d+\]/g, "");
+  let best = null;
+  for (const name of FIELDS) {
+    const own = form.elements[name].dataset.path;
+    if (path === own || path.startsWith(`${own}.`)) {
+      if (!best || own.length > best.dataset.path.length) best = form.elements[name];
+    }
+  }
+  return best;
 }
 
 function fill(form, params) {
@@ -39,10 +78,10 @@ function showProblem(form, problem) {
   let first = null;
   const elsewhere = [];
   for (const item of items) {
-    const input = item.field && form.elements[item.field];
-    if (input && FIELDS.includes(item.field)) {
+    const input = control(form, item.field);
+    if (input) {
       input.setAttribute("aria-invalid", "true");
-      $(`${item.field}-error`).textContent = item.message;
+      $(`${input.name}-error`).textContent = item.message;
       first = first || input;
     } else {
       elsewhere.push(item.message);
@@ -115,9 +154,20 @@ async function submit(form, { focus = true } = {}) {
   clearErrors(form);
   const params = query(form);
   $("form-status").textContent = "Planning…";
+  const mixed = params.has("mix");
+  if (mixed) {
+    params.delete("prompt_tokens");
+    params.delete("output_tokens");
+  }
   let response;
   try {
-    response = await fetch(`/v1/plan?${params}`, { headers: { Accept: "application/json" } });
+    response = mixed
+      ? await fetch("/v1/plans", {
+        method: "POST",
+        headers: { Accept: "application/json", "Content-Type": "application/json" },
+        body: JSON.stringify(requestBody(form)),
+      })
+      : await fetch(`/v1/plan?${params}`, { headers: { Accept: "application/json" } });
   } catch (error) {
     $("form-status").textContent = `The service did not answer: ${error}`;
     return;
