@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from service.domain.planner.request import MixingPolicy, PlanDefaults
+from service.domain.planner.request import MixingPolicy, PlanDefaults, PlanPolicy
+from service.domain.providers import DEFAULT_PROVIDERS
 
 PREFIX = "GPUPLAN_"
 MIN_ADMIN_KEY_LENGTH = 16
@@ -72,11 +73,14 @@ class Settings:
     max_gpu_types: int = 2
     min_mix_savings_percent: float = 10.0
     allow_mixed_vendors: bool = False
+    default_providers: tuple[str, ...] = DEFAULT_PROVIDERS
+    price_max_age_days: int | None = 180
 
     @property
     def plan_defaults(self) -> PlanDefaults:
         """What a plan request leaves out of ``headroom`` and ``mixing`` (``headroom`` ``None``:
-        derived from the performance model's validation error)."""
+        derived from the performance model's validation error), and the provider and price-age
+        policy."""
         return PlanDefaults(
             headroom=self.headroom,
             mixing=MixingPolicy(
@@ -84,6 +88,7 @@ class Settings:
                 min_mix_savings_percent=self.min_mix_savings_percent,
                 allow_mixed_vendors=self.allow_mixed_vendors,
             ),
+            policy=PlanPolicy(self.default_providers, self.price_max_age_days),
         )
 
     @property
@@ -195,6 +200,27 @@ def _choice(name: str, raw: str, choices: tuple[str, ...]) -> str:
     raise SettingsError(name, f"expected one of {', '.join(choices)}, got {raw!r}")
 
 
+def _providers(name: str, raw: str) -> tuple[str, ...]:
+    """Comma-separated provider kinds or provider ids (lowercase slugs), in the order given."""
+    entries = tuple(dict.fromkeys(e.strip().lower() for e in raw.split(",") if e.strip()))
+    for entry in entries:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", entry):
+            raise SettingsError(name, f"{entry!r} is not a provider id or kind")
+    if not entries:
+        raise SettingsError(name, "name at least one provider kind or id")
+    return entries
+
+
+_DEFAULT_MAX_AGE_DAYS: int | None = 180
+
+
+def _max_age_days(name: str, raw: str) -> int | None:
+    """Days, or ``off``."""
+    if raw.strip().lower() == "off":
+        return None
+    return _int(name, raw, minimum=1, maximum=36_500)
+
+
 KNOWN = frozenset(
     {
         "DATABASE_URL",
@@ -221,6 +247,8 @@ KNOWN = frozenset(
         "MAX_GPU_TYPES",
         "MIN_MIX_SAVINGS_PERCENT",
         "ALLOW_MIXED_VENDORS",
+        "DEFAULT_PROVIDERS",
+        "PRICE_MAX_AGE_DAYS",
     }
 )
 
@@ -319,6 +347,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             "MIN_MIX_SAVINGS_PERCENT", lambda n, r: _float(n, r, minimum=0.0, maximum=100.0), 10.0
         ),
         allow_mixed_vendors=get("ALLOW_MIXED_VENDORS", _bool, False),
+        default_providers=get("DEFAULT_PROVIDERS", _providers, DEFAULT_PROVIDERS),
+        price_max_age_days=get("PRICE_MAX_AGE_DAYS", _max_age_days, _DEFAULT_MAX_AGE_DAYS),
     )
 
 

@@ -139,7 +139,8 @@ class CanonicalMemo:
         time_limit_s: float,
         defaults: PlanDefaults | None = None,
     ) -> tuple[PlanRequest, str]:
-        """The canonical request and its plan id at the snapshot's revision."""
+        """The canonical request and its plan id at the snapshot's revision (one memo serves
+        one service, so one set of defaults)."""
         key = (snapshot.revision, self._encoder.encode(draft))
         found = self._entries.get(key)
         if found is not None:

@@ -175,9 +175,11 @@ async def test_a_price_write_invalidates_cached_plans(client: Client) -> None:
     first = await post_plan(client)
     assert (await post_plan(client)).headers["x-cache"] == "hit"
     used = first.json()["fleet"][0]["gpu"]
+    # A GPU cloud the default provider policy admits (a provider the service does not know
+    # has kind "other", used only when a request or GPUPLAN_DEFAULT_PROVIDERS names it).
     observation = {
         "gpu": used,
-        "provider": "examplecloud",
+        "provider": "nebius",
         "region": "r1",
         "kind": "on_demand",
         "usd": 0.01,
@@ -192,7 +194,7 @@ async def test_a_price_write_invalidates_cached_plans(client: Client) -> None:
     assert after.json()["catalog_revision"] == ingest.json()["catalog_revision"]
     assert after.json()["plan_id"] != first.json()["plan_id"]
     assert after.json()["usd_per_hour"] < first.json()["usd_per_hour"]
-    assert "examplecloud" in {line["provider"] for line in after.json()["fleet"]}
+    assert "nebius" in {line["provider"] for line in after.json()["fleet"]}
 
 
 @pytest.mark.parametrize(

@@ -31,6 +31,12 @@ PLAN_FIELDS: tuple[FlatField, ...] = (
     FlatField("gpus", "constraints.gpus", "Comma-separated ids or aliases.", shape="names"),
     FlatField("exclude_gpus", "constraints.exclude_gpus", "Comma-separated.", shape="names"),
     FlatField("providers", "constraints.providers", "Comma-separated.", shape="names"),
+    FlatField(
+        "allow_marketplaces",
+        "constraints.allow_marketplaces",
+        "With no providers named, also use marketplace offers.",
+        cli_off="no-marketplaces",
+    ),
     FlatField("regions", "constraints.regions", "Comma-separated.", shape="names", query=False),
     FlatField("pricing", "constraints.pricing"),
     FlatField(

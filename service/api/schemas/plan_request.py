@@ -200,6 +200,15 @@ class ConstraintsIn(WireIn, kw_only=True):
     ] = True
     owned: OwnedCostIn = msgspec.field(default_factory=OwnedCostIn)
     mixing: MixingIn = msgspec.field(default_factory=MixingIn)
+    allow_marketplaces: Annotated[
+        bool,
+        Meta(
+            description=(
+                "With no providers named, also use marketplace offers (Vast.ai, RunPod "
+                "Community). Default: the service's provider policy only."
+            )
+        ),
+    ] = False
 
     def to_draft(self) -> ConstraintsDraft:
         o = self.owned
@@ -215,6 +224,7 @@ class ConstraintsIn(WireIn, kw_only=True):
             min_replicas=self.min_replicas,
             tensor_parallel=tuple(self.tensor_parallel),
             allow_pcie_tensor_parallel=self.allow_pcie_tensor_parallel,
+            allow_marketplaces=self.allow_marketplaces,
             owned=OwnedCost(
                 o.amortization_months,
                 o.usd_per_kwh,

@@ -35,6 +35,7 @@ from service.domain.planner.request import (
     OwnedCost,
     PlanConstraints,
     PlanDefaults,
+    PlanPolicy,
     PlanRequest,
     WorkloadBucket,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "PlanConstraints",
     "PlanDefaults",
     "PlanDraft",
+    "PlanPolicy",
     "PlanRequest",
     "Redundancy",
     "Rejection",

@@ -90,7 +90,9 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
     for price in snapshot.prices:
         prices_of.setdefault(price.gpu_id, []).append(price)
     for gpu in gpus:
-        allowed, why = offers_for(gpu, prices_of.get(gpu.id, ()), c)
+        allowed, why = offers_for(
+            gpu, prices_of.get(gpu.id, ()), c, request.policy.default_providers
+        )
         offers = cheapest_per_shape(allowed)
         if not offers:
             rejected[gpu.id] = Rejection(gpu.id, "no_price", why or "no price")

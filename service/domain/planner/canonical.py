@@ -87,6 +87,7 @@ def canonical_request(
         as_of=to_utc(draft.as_of, "as_of") if draft.as_of is not None else None,
         time_limit_s=time_limit_s,
         model_spec=None if isinstance(draft.model, str) else draft.model,
+        policy=(defaults or PlanDefaults()).policy,
     )
 
 
@@ -268,4 +269,5 @@ def _constraints(
         allow_pcie_tensor_parallel=c.allow_pcie_tensor_parallel,
         owned=owned,
         mixing=mixing,
+        allow_marketplaces=c.allow_marketplaces,
     )

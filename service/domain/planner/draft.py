@@ -73,6 +73,7 @@ class ConstraintsDraft:
     allow_pcie_tensor_parallel: bool = True
     owned: OwnedCost = field(default_factory=OwnedCost)
     mixing: MixingDraft = field(default_factory=MixingDraft)
+    allow_marketplaces: bool = False
 
 
 DEFAULT_SLO = Slo(ttft_ms=None, tpot_ms=None, e2e_ms=None, percentile=95.0)

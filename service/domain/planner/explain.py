@@ -1,6 +1,8 @@
 """Words: rejection reasons, plain-sentence explanations of the binding limits, and the
 assumptions a plan rests on."""
 
+from datetime import datetime
+
 from service.domain.perfmodel import (
     RequestShape,
     Slo,
@@ -250,6 +252,13 @@ def assumptions(
             f"Owned cards: purchase price amortised over {o.amortization_months:g} months plus "
             f"power at TDP x PUE {o.pue:g} x {o.usd_per_kwh:g} USD/kWh."
         )
+    out.append(provider_policy_sentence(request))
+    age = request.policy.price_max_age_days
+    if age is not None:
+        out.append(
+            f"Prices observed more than {age} days before the plan's prices-as-of moment are "
+            "flagged in the explanation (GPUPLAN_PRICE_MAX_AGE_DAYS)."
+        )
     keys = [k for k, _ in solution.units] if solution is not None else sorted(candidates.items)[:1]
     shape = RequestShape(request.buckets[0].prompt_tokens, request.buckets[0].output_tokens)
     deployments = dict.fromkeys(candidates.items[k].deployment for k in keys)
@@ -258,3 +267,55 @@ def assumptions(
             tag = f"{dep.gpu.id} tensor_parallel={dep.tensor_parallel}: "
             out.append(text if len(deployments) == 1 else tag + text)
     return tuple(dict.fromkeys(out))
+
+
+def provider_policy_sentence(request: PlanRequest) -> str:
+    """Which provider policy chose the offers the plan could use."""
+    c = request.constraints
+    if c.pricing == "owned":
+        return "Providers: owned cards are priced from purchase prices; no provider policy applies."
+    if c.providers is not None:
+        return f"Providers: as requested ({', '.join(c.providers)})."
+    entries = ", ".join(request.policy.default_providers)
+    marketplaces = (
+        "marketplace offers added (allow_marketplaces)"
+        if c.allow_marketplaces
+        else "marketplace offers (Vast.ai, RunPod Community) left out: name their provider or "
+        "set allow_marketplaces to use them"
+    )
+    return (
+        f"Providers: the service's default policy ({entries}; GPUPLAN_DEFAULT_PROVIDERS); "
+        f"{marketplaces}."
+    )
+
+
+def stale_price_sentences(
+    fleet: Fleet | None, prices_as_of: datetime | None, max_age_days: int | None
+) -> tuple[str, ...]:
+    """A sentence per fleet line whose price was observed more than ``max_age_days`` before
+    ``prices_as_of`` (the plan's ``as_of``, else the catalog's newest observation), and one for
+    the plan. Measured against the catalog, not the wall clock, so a plan stays one answer."""
+    if fleet is None or prices_as_of is None or max_age_days is None:
+        return ()
+    stale: list[tuple[FleetLine, int]] = []
+    for line in fleet.lines:
+        if line.price_observed_at is None:
+            continue
+        days = (prices_as_of - line.price_observed_at).days
+        if days > max_age_days:
+            stale.append((line, days))
+    if not stale:
+        return ()
+    asof = prices_as_of.date().isoformat()
+    out = [
+        f"Stale price: {_line_words(line)} is costed at a price observed "
+        f"{line.price_observed_at.date().isoformat() if line.price_observed_at else '?'}, "
+        f"{days} days before the prices-as-of date {asof} (limit {max_age_days} days)."
+        for line, days in stale
+    ]
+    out.append(
+        f"{len(stale)} of {len(fleet.lines)} fleet line{'s' if len(fleet.lines) > 1 else ''} "
+        f"rel{'y' if len(stale) > 1 else 'ies'} on prices older than {max_age_days} days; "
+        "refresh them (gpuplan catalog import) before buying."
+    )
+    return tuple(out)

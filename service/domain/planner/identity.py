@@ -1,8 +1,10 @@
 """A plan's identity: the canonical request's deterministic encoding and the plan id.
 
-``plan_id = sha256("gpuplan-plan|v{PLAN_ID_VERSION}|r{revision}|" + canonical bytes)``, first
-32 hex digits. The canonical bytes are the JSON of :func:`canonical_document` with keys sorted
-(msgspec, so floats, datetimes and Unicode are spelt one way). The catalog revision is in the
+``plan_id = sha256("gpuplan-plan|v{PLAN_ID_VERSION}|r{revision}|{policy key}|" + canonical
+bytes)``, first 32 hex digits; the policy key spells the service's planning policy
+(``PlanPolicy.key``: default providers, price age limit), which changes answers too. The
+canonical bytes are the JSON of :func:`canonical_document` with keys sorted (msgspec, so
+floats, datetimes and Unicode are spelt one way). The catalog revision is in the
 id, so any catalog write gives every request a new plan id. Change ``PLAN_ID_VERSION`` only
 when the canonical bytes of some request must change: it re-keys every plan.
 """
@@ -18,7 +20,7 @@ import msgspec
 from service.domain.planner.request import PlanRequest
 from service.domain.planner.result import Plan
 
-PLAN_ID_VERSION = 4
+PLAN_ID_VERSION = 5
 
 _sorted_json = msgspec.json.Encoder(order="sorted")
 
@@ -74,6 +76,7 @@ def canonical_document(request: PlanRequest) -> dict[str, Any]:
                 "min_mix_savings_percent": c.mixing.min_mix_savings_percent,
                 "allow_mixed_vendors": c.mixing.allow_mixed_vendors,
             },
+            "allow_marketplaces": c.allow_marketplaces,
             "owned": {
                 "amortization_months": owned.amortization_months,
                 "usd_per_kwh": owned.usd_per_kwh,
@@ -101,7 +104,8 @@ def canonical_bytes(request: PlanRequest) -> bytes:
 def plan_id(request: PlanRequest, revision: int) -> str:
     """The id of the plan for ``request`` at catalog ``revision`` (32 hex digits)."""
     digest = hashlib.sha256(
-        f"gpuplan-plan|v{PLAN_ID_VERSION}|r{revision}|".encode() + canonical_bytes(request)
+        f"gpuplan-plan|v{PLAN_ID_VERSION}|r{revision}|{request.policy.key()}|".encode()
+        + canonical_bytes(request)
     )
     return digest.hexdigest()[:32]
 

@@ -17,6 +17,7 @@ from datetime import datetime
 
 from service.domain.catalog import GpuSpec, PricePoint, price_kind_for
 from service.domain.planner.request import HOURS_PER_MONTH, OwnedCost, PlanConstraints
+from service.domain.providers import DEFAULT_PROVIDERS, allowed_by_policy, provider_kind
 from service.domain.vocabulary import PricingChoice
 
 
@@ -74,10 +75,18 @@ def no_price_reason(gpu_id: str, pricing: PricingChoice) -> str:
 
 
 def offers_for(
-    gpu: GpuSpec, prices: Iterable[PricePoint], constraints: PlanConstraints
+    gpu: GpuSpec,
+    prices: Iterable[PricePoint],
+    constraints: PlanConstraints,
+    default_providers: tuple[str, ...] = DEFAULT_PROVIDERS,
 ) -> tuple[list[Offer], str | None]:
-    """The allowed offers of one GPU, and why there are none when the list is empty. An owned
-    request's own ``card_usd`` for the GPU replaces the catalog's purchase prices."""
+    """The allowed offers of one GPU, and why there are none when the list is empty.
+
+    A request that names providers may use theirs; one that names none, the offers the
+    service's ``default_providers`` admit (``providers.allowed_by_policy``), plus marketplace
+    offers when it sets ``allow_marketplaces``. Owned cards are priced from purchase prices,
+    which no provider policy limits; an owned request's own ``card_usd`` for the GPU replaces
+    the catalog's purchase prices."""
     kind = price_kind_for(constraints.pricing)
     if constraints.pricing == "owned":
         given = dict(constraints.owned.card_usd).get(gpu.id)
@@ -94,14 +103,31 @@ def offers_for(
     of_kind = [p for p in prices if p.gpu_id == gpu.id and p.kind == kind]
     if not of_kind:
         return [], no_price_reason(gpu.id, constraints.pricing)
+    in_region = [
+        p for p in of_kind if regions is None or p.region in regions or p.region == "global"
+    ]
+    by_policy = providers is None and constraints.pricing != "owned"
     allowed = [
         p
-        for p in of_kind
-        if (providers is None or p.provider in providers)
-        and (regions is None or p.region in regions or p.region == "global")
+        for p in in_region
+        if (p.provider in providers if providers is not None else True)
+        and (
+            not by_policy
+            or allowed_by_policy(default_providers, p.provider, p.instance_type)
+            or (
+                constraints.allow_marketplaces
+                and provider_kind(p.provider, p.instance_type) == "marketplace"
+            )
+        )
     ]
     if not allowed:
         where = sorted({p.provider for p in of_kind})
+        if by_policy and in_region:
+            return [], (
+                f"no {constraints.pricing} price for {gpu.id} from the default providers "
+                f"({', '.join(default_providers)}); priced at: {', '.join(where)} (name them in "
+                "providers, or set allow_marketplaces for marketplace offers)"
+            )
         return [], (
             f"no {constraints.pricing} price for {gpu.id} from the allowed providers/regions "
             f"(priced at: {', '.join(where)})"

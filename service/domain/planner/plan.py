@@ -33,6 +33,7 @@ from service.domain.planner.explain import (
     explain,
     no_candidates_sentence,
     single_type_rejection,
+    stale_price_sentences,
 )
 from service.domain.planner.mixing import decide, decision_sentence, one_vendor_solve
 from service.domain.planner.redundancy import redundancy, redundancy_sentence
@@ -123,7 +124,8 @@ def plan(
         )
         + ((decision_sentence(decision),) if fleet is not None else ())
         + ((redundancy_sentence(spares),) if spares is not None else ())
-        + ((routing_sentence(routes, fleet),) if routes is not None and fleet else ()),
+        + ((routing_sentence(routes, fleet),) if routes is not None and fleet else ())
+        + stale_price_sentences(fleet, prices_as_of, request.policy.price_max_age_days),
         assumptions=assumptions(request, candidates, solution if solution.has_fleet else None),
         buckets=buckets,
         prices_as_of=prices_as_of,

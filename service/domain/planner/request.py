@@ -19,6 +19,7 @@ from typing import Any
 
 from service.domain.llm import ResolvedModel
 from service.domain.perfmodel import Slo
+from service.domain.providers import DEFAULT_PROVIDERS
 from service.domain.vocabulary import Engine, KvPrecision, Precision, PricingChoice
 
 HOURS_PER_MONTH = 730.0
@@ -69,13 +70,36 @@ class MixingPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class PlanPolicy:
+    """How this service plans beyond what a request says (service settings): part of every
+    plan's id, since it changes the answer, but not of the canonical request a caller can POST
+    again.
+
+    ``default_providers``: provider kinds or ids a request that names no providers may use
+    (``GPUPLAN_DEFAULT_PROVIDERS``; ``providers.allowed_by_policy``). ``price_max_age_days``:
+    a fleet line whose price was observed more than this many days before the plan's
+    prices-as-of moment is flagged in the explanation (``GPUPLAN_PRICE_MAX_AGE_DAYS``; ``None``:
+    never)."""
+
+    default_providers: tuple[str, ...] = DEFAULT_PROVIDERS
+    price_max_age_days: int | None = 180
+
+    def key(self) -> str:
+        """A stable spelling of the policy for the plan id."""
+        age = "off" if self.price_max_age_days is None else str(self.price_max_age_days)
+        return f"providers={','.join(self.default_providers)};max_age_days={age}"
+
+
+@dataclass(frozen=True, slots=True)
 class PlanDefaults:
     """Server-wide defaults for what a request leaves out (``GPUPLAN_*`` settings).
     ``headroom`` ``None``: derived per GPU family from the model's validation error
-    (``perfmodel.headroom``)."""
+    (``perfmodel.headroom``). ``policy``: which providers a request naming none may use and
+    when a price is too old (:class:`PlanPolicy`)."""
 
     headroom: float | None = None
     mixing: MixingPolicy = field(default_factory=MixingPolicy)
+    policy: PlanPolicy = field(default_factory=PlanPolicy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +133,7 @@ class PlanConstraints:
     allow_pcie_tensor_parallel: bool = True
     owned: OwnedCost = field(default_factory=OwnedCost)
     mixing: MixingPolicy = field(default_factory=MixingPolicy)
+    allow_marketplaces: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +144,8 @@ class PlanRequest:
     ``{"hf_config": {...}}``); ``None`` for a preset, which is then named by
     ``model.arch.id``. ``time_limit_s`` (seconds per MILP solve) is how long to try, not part
     of what is asked: it is left out of the canonical encoding and so of the plan id.
+    ``policy`` is the service's (settings), not the caller's: it is in the plan id, not in the
+    canonical encoding a caller can POST again.
     ``engine_version`` is the engine build the plan runs on (canonically the resolved one, so a
     recalibration that changes the default build changes the plan id); ``None``: the newest.
     """
@@ -136,6 +163,7 @@ class PlanRequest:
     time_limit_s: float = 2.0
     engine_version: str | None = None
     model_spec: Mapping[str, Any] | None = field(default=None, hash=False)
+    policy: PlanPolicy = field(default_factory=PlanPolicy)
 
     def demand_qps(self, bucket: WorkloadBucket) -> float:
         return self.qps * bucket.share

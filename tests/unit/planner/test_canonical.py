@@ -161,7 +161,7 @@ def test_plan_ids_are_stable_across_releases() -> None:
         slo=Slo(1500.0, 60.0, None, 95.0),
         budget=BudgetDraft(usd_per_hour=150.0),
     )
-    assert pid(query_example) == "d7acad3046999257d29cdae347cf2ceb"
+    assert pid(query_example) == "f3af70c3a06d06bf0de08280bda2c3d7"
     mix_example = replace(
         query_example,
         workload=WorkloadDraft(qps=40.0, mix=(MixShare(0.8, 512, 200), MixShare(0.2, 4000, 300))),
@@ -169,13 +169,13 @@ def test_plan_ids_are_stable_across_releases() -> None:
             headroom=0.2, min_replicas=2, providers=("aws", "gcp", "azure", "lambda", "runpod")
         ),
     )
-    assert pid(mix_example) == "dbeed726a6c640ae25aa4c48844841e5"
+    assert pid(mix_example) == "5e96d15598bfca12773ac4a2b1c985a9"
     custom = draft(
         model={"params_b": 34.0, "n_kv_heads": 8, "name": "mine"},
         workload=WorkloadDraft(qps=2.0, prompt_tokens=2048, output_tokens=512),
         engine_version="0.11",
     )
-    assert pid(custom) == "2f177311b1d4f83d6df9425ae2b60af6"
+    assert pid(custom) == "59b17b4dd0a3b64007d2b6b32dbe42d1"
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,8 @@ def gpu(gpu_id: str) -> GpuSpec:
 
 
 def seventy_b(qps: float, gpus: tuple[str, ...], **constraints: Any) -> Plan:
+    # The mixing examples below are sized on every offer, marketplace ones included.
+    constraints.setdefault("allow_marketplaces", True)
     return plan(
         request(
             model="llama-3.1-70b",

@@ -94,8 +94,8 @@ def test_pruning_never_changes_the_cheapest_fleet(
 def test_a_large_instance_dearer_per_card_than_a_smaller_one_is_kept_only_where_needed() -> None:
     gpus = tuple(g for g in snapshot().gpus if g.id == "h100-sxm")
     prices = (
-        price("h100-sxm", "x", 2.0, 1, "x.1"),
-        price("h100-sxm", "x", 2.5, 8, "x.8"),
+        price("h100-sxm", "nebius", 2.0, 1, "x.1"),
+        price("h100-sxm", "nebius", 2.5, 8, "x.8"),
     )
     candidates = build_candidates(
         request("llama-3.1-70b", 5.0, tensor_parallel=(1, 2, 4, 8)),

@@ -233,7 +233,7 @@ def test_a_cheaper_new_offer_is_used() -> None:
     base = plan(request(qps=5, gpus=("l4",), slo=slo), snapshot())
     cheap = PricePoint(
         gpu_id="l4",
-        provider="examplecloud",
+        provider="nebius",
         region="r1",
         kind="on_demand",
         usd=0.05,
@@ -247,7 +247,7 @@ def test_a_cheaper_new_offer_is_used() -> None:
         request(qps=5, gpus=("l4",), slo=slo), CatalogSnapshot(2, snap.gpus, (*snap.prices, cheap))
     )
     assert cost(cheaper) < cost(base)
-    assert cheaper.fleet is not None and cheaper.fleet.lines[0].provider == "examplecloud"
+    assert cheaper.fleet is not None and cheaper.fleet.lines[0].provider == "nebius"
 
 
 # ---- laws ---------------------------------------------------------------------------------
