@@ -15,16 +15,20 @@ turns outside input into a ``GpuSpec`` (the HTTP body, the CSV parser) enforces 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any, TypeVar, cast
 
 from msgspec import Meta
 
 from service.domain.errors import InvalidInput, UnknownGpu
 from service.domain.moments import to_utc
 from service.domain.vocabulary import PriceKindName, PricingChoice
+
+T = TypeVar("T")
+MEMO_ENTRIES = 4096
+"""Most values one snapshot's memo holds (``CatalogSnapshot.remember``)."""
 
 # ---- limits, each defined once (wire schemas, table columns and query parameters use these) --
 
@@ -187,10 +191,31 @@ class CatalogSnapshot:
     gpu_by_id: dict[str, GpuSpec] = field(init=False, repr=False, compare=False)
 
     alias_index: dict[str, str] = field(init=False, repr=False, compare=False)
+    prices_by_gpu: dict[str, tuple[PricePoint, ...]] = field(init=False, repr=False, compare=False)
+    memo: dict[Hashable, Any] = field(init=False, repr=False, compare=False)
+    """Values the planner derives from this snapshot alone (offers per GPU and constraint),
+    kept for the next plan at the same revision; bounded by :data:`MEMO_ENTRIES`."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "gpu_by_id", {g.id: g for g in self.gpus})
         object.__setattr__(self, "alias_index", build_alias_index(self.gpus))
+        by_gpu: dict[str, list[PricePoint]] = {}
+        for price in self.prices:
+            by_gpu.setdefault(price.gpu_id, []).append(price)
+        object.__setattr__(self, "prices_by_gpu", {k: tuple(v) for k, v in by_gpu.items()})
+        object.__setattr__(self, "memo", {})
+
+    def remember(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()``, memoised in this snapshot under ``key`` (which must name everything
+        the value depends on besides the snapshot). When the memo is full it starts afresh."""
+        memo = self.memo
+        if key in memo:
+            return cast("T", memo[key])
+        value = compute()
+        if len(memo) >= MEMO_ENTRIES:
+            memo.clear()
+        memo[key] = value
+        return value
 
     def resolve_gpu(self, name: str, *, field_name: str | None = None) -> GpuSpec:
         """The GPU whose id or alias matches ``name`` case-insensitively.

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from service.domain.errors import InvalidInput
+from service.domain.hashing import field_hash
 from service.domain.vocabulary import AttentionKind
 
 __all__ = ["ModelArch", "ParamCounts", "check_arch", "param_counts"]
@@ -72,6 +73,13 @@ class ModelArch:
     sliding_window: int = 0
     sliding_window_layers: int = 0
     source: str = field(default="", compare=False)
+    _hash: int = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", field_hash(self))
+
+    def __hash__(self) -> int:  # memoised: the performance model's caches key on the model
+        return self._hash
 
     @property
     def is_moe(self) -> bool:

@@ -49,8 +49,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Any
 
 from service.domain.errors import InvalidInput
+from service.domain.hashing import field_hash
 from service.domain.perfmodel import constants as _constants
 from service.domain.perfmodel import engine_builds as _builds
 from service.domain.perfmodel.values import ENGINES, Engine
@@ -102,10 +104,15 @@ class Calibration:
     engine_by_name: dict[str, EngineConstants] = field(
         init=False, repr=False, compare=False, hash=False
     )
+    _hash: int = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "group_by_name", dict(self.groups))
         object.__setattr__(self, "engine_by_name", dict(self.engines))
+        object.__setattr__(self, "_hash", field_hash(self))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def gemm_eff(self, fp_kind: str) -> float:
         """Low-precision GEMM efficiency relative to ``eta_c`` for ``fp_kind`` "16"/"8"/"4"/"32"."""
@@ -210,6 +217,13 @@ class EngineProfile:
     auto_token_cap: int = 32768
     window_kv: bool = False
     note: str = ""
+    _hash: int = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", field_hash(self))
+
+    def __hash__(self) -> int:  # memoised: setups are cached per profile
+        return self._hash
 
 
 # Structures of the serving engines (documented defaults of each engine; nothing here is fitted).
@@ -360,9 +374,27 @@ def profile_registry() -> dict[tuple[str, str], CalibratedProfile]:
     return out
 
 
+# Answers of known_versions and resolve_profile for the registry they were read from: the
+# planner asks the same few questions for every capacity it computes. Kept with the registry
+# object, so a new registry (profile_registry.cache_clear()) starts afresh.
+_memo: dict[str, Any] = {"registry": None, "versions": {}, "profiles": {}}
+
+
+def _memo_for(reg: object) -> dict[str, Any]:
+    if _memo["registry"] is not reg:
+        _memo.update(registry=reg, versions={}, profiles={})
+    return _memo
+
+
 def known_versions(engine: str) -> tuple[str, ...]:
     """Registered versions of ``engine``, oldest first (``""`` for an unversioned entry)."""
-    return tuple(sorted((v for e, v in profile_registry() if e == engine), key=version_key))
+    reg = profile_registry()
+    versions: dict[str, tuple[str, ...]] = _memo_for(reg)["versions"]
+    found = versions.get(engine)
+    if found is None:
+        found = tuple(sorted((v for e, v in reg if e == engine), key=version_key))
+        versions[engine] = found
+    return found
 
 
 REFERENCE_CONSTANTS = "trtllm-1.0"
@@ -387,8 +419,20 @@ def resolve_profile(engine: str, version: str | None = None) -> CalibratedProfil
     calibrated build (the unversioned entry when no build of the engine is calibrated).
 
     Raises :class:`InvalidInput` for an unknown engine or version, listing the known ones.
+    Memoised per registry (an unknown one is not remembered: it raises each time).
     """
     reg = profile_registry()
+    profiles: dict[tuple[str, str | None], CalibratedProfile] = _memo_for(reg)["profiles"]
+    found = profiles.get((engine, version))
+    if found is None:
+        found = _resolve_profile(reg, engine, version)
+        profiles[(engine, version)] = found
+    return found
+
+
+def _resolve_profile(
+    reg: Mapping[tuple[str, str], CalibratedProfile], engine: str, version: str | None
+) -> CalibratedProfile:
     versions = known_versions(engine)
     if not versions and engine in _STRUCTURES:
         return _uncalibrated(engine)

@@ -54,6 +54,19 @@ def _violation(slo: Slo, m: tuple[float, float, float]) -> str:
     return ""
 
 
+def _broken_at(s: Setup, slo: Slo, op: OperatingPoint, q: float) -> str:
+    """:func:`_violation` of the metrics at ``op``, computing each percentile only when its
+    limit is set and no earlier limit is broken (the same answer, for a fraction of the
+    work inside the batch search)."""
+    if slo.ttft_ms is not None and ttft_q(s, op, q) * 1e3 > slo.ttft_ms:
+        return "ttft"
+    if slo.tpot_ms is not None and tpot_q(op, q) * 1e3 > slo.tpot_ms:
+        return "tpot"
+    if slo.e2e_ms is not None and e2e_q(s, op, q) * 1e3 > slo.e2e_ms:
+        return "e2e"
+    return ""
+
+
 def _check_slo(slo: Slo) -> None:
     """Reject a percentile outside 50..99.9 or a non-positive limit (``InvalidInput``)."""
     if not 50.0 <= slo.percentile <= 99.9:
@@ -107,7 +120,7 @@ def _bisect_batch(
     for _ in range(40):
         mid = math.sqrt(lo * hi) if hi > 1e3 * lo else 0.5 * (lo + hi)
         op = operating_point(s, mid, l_in, l_out)
-        broken = _violation(slo, _slo_metrics(s, op, q))
+        broken = _broken_at(s, slo, op, q)
         if broken:
             hi, bind = mid, broken
         else:

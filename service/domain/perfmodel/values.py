@@ -7,9 +7,10 @@ over ``tensor_parallel`` cards.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from service.domain.catalog import GpuSpec
+from service.domain.hashing import field_hash
 from service.domain.vocabulary import (
     ENGINES,
     KV_PRECISIONS,
@@ -78,6 +79,13 @@ class Deployment:
     allow_pcie_tensor_parallel: bool = False
     engine_version: str | None = None
     correction: Correction | None = None
+    _hash: int = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", field_hash(self))
+
+    def __hash__(self) -> int:  # memoised: the performance model's caches key on it
+        return self._hash
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 the SLO percentile, cost) and fleet-wide totals."""
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
 from scipy.optimize import linprog
@@ -26,21 +27,25 @@ _PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 
 
 def single_type_fleets(
-    request: PlanRequest, candidates: Candidates, problem: FleetProblem
+    request: PlanRequest,
+    candidates: Candidates,
+    problem: FleetProblem,
+    gpus: tuple[str, ...] | None = None,
 ) -> tuple[dict[str, FleetSolution], tuple[Alternative, ...]]:
-    """The cheapest fleet of each GPU type alone, solved and assembled (sorted by cost)."""
-    singles = cheapest_single_type(problem)
-    alternatives = tuple(
-        sorted(
-            (
-                Alternative(gpu, assemble_fleet(request, candidates, sol, with_capacity=False))
-                for gpu, sol in singles.items()
-                if sol.has_fleet
-            ),
-            key=lambda a: (round(a.fleet.usd_per_hour, 6), a.gpu),
-        )
+    """The cheapest fleet of each GPU type alone (of ``gpus`` only, when given), solved and
+    assembled (sorted by cost: :func:`by_cost`)."""
+    singles = cheapest_single_type(problem, gpus=gpus)
+    alternatives = by_cost(
+        Alternative(gpu, assemble_fleet(request, candidates, sol, with_capacity=False))
+        for gpu, sol in singles.items()
+        if sol.has_fleet
     )
     return singles, alternatives
+
+
+def by_cost(alternatives: Iterable[Alternative]) -> tuple[Alternative, ...]:
+    """Single-type alternatives, cheapest first (ties: GPU id)."""
+    return tuple(sorted(alternatives, key=lambda a: (round(a.fleet.usd_per_hour, 6), a.gpu)))
 
 
 def assemble_fleet(

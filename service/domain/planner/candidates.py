@@ -12,7 +12,7 @@ every card)."""
 
 from dataclasses import dataclass
 
-from service.domain.catalog import CatalogSnapshot, GpuSpec, PricePoint
+from service.domain.catalog import CatalogSnapshot, GpuSpec
 from service.domain.perfmodel import (
     Capacity,
     Deployment,
@@ -21,7 +21,7 @@ from service.domain.perfmodel import (
 )
 from service.domain.perfmodel.headroom import ModelHeadroom, model_error_headroom
 from service.domain.planner.offers import Offer, cheapest_per_shape, offers_for
-from service.domain.planner.request import PlanRequest
+from service.domain.planner.request import PlanConstraints, PlanRequest
 from service.domain.planner.result import Rejection
 from service.domain.solver import (
     Bucket,
@@ -86,14 +86,8 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
     items: dict[str, Candidate] = {}
     rejected: dict[str, Rejection] = {}
     gpus = allowed_gpus(request, snapshot)
-    prices_of: dict[str, list[PricePoint]] = {}
-    for price in snapshot.prices:
-        prices_of.setdefault(price.gpu_id, []).append(price)
     for gpu in gpus:
-        allowed, why = offers_for(
-            gpu, prices_of.get(gpu.id, ()), c, request.policy.default_providers
-        )
-        offers = cheapest_per_shape(allowed)
+        offers, why = gpu_offers(snapshot, gpu, c, request.policy.default_providers)
         if not offers:
             rejected[gpu.id] = Rejection(gpu.id, "no_price", why or "no price")
             continue
@@ -164,6 +158,34 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
                 gpu, slo_reason, shape_reason, fit_reason, topology_limited
             )
     return Candidates(items, rejected, tuple(g.id for g in gpus))
+
+
+def gpu_offers(
+    snapshot: CatalogSnapshot,
+    gpu: GpuSpec,
+    c: PlanConstraints,
+    default_providers: tuple[str, ...],
+) -> tuple[list[Offer], str | None]:
+    """The cheapest allowed offer of each instance shape of ``gpu`` (``offers_for`` then
+    ``cheapest_per_shape``), and why there is none; memoised in the snapshot per everything
+    the answer depends on, so the next plan at the same catalog revision skips the scan."""
+    key = (
+        "offers",
+        gpu.id,
+        c.pricing,
+        c.providers,
+        c.regions,
+        c.allow_marketplaces,
+        default_providers,
+        c.owned if c.pricing == "owned" else None,
+    )
+
+    def compute() -> tuple[list[Offer], str | None]:
+        allowed, why = offers_for(gpu, snapshot.prices_by_gpu.get(gpu.id, ()), c, default_providers)
+        return cheapest_per_shape(allowed), why
+
+    offers, why = snapshot.remember(key, compute)
+    return list(offers), why
 
 
 def _split_is_cheaper(offer: Offer, offers: list[Offer], tp: int) -> bool:

@@ -24,6 +24,7 @@ from datetime import datetime
 from service.domain.catalog import CatalogSnapshot
 from service.domain.planner.assemble import (
     assemble_fleet,
+    by_cost,
     single_type_fleets,
     usd_per_million_tokens,
 )
@@ -38,7 +39,14 @@ from service.domain.planner.explain import (
 from service.domain.planner.mixing import decide, decision_sentence, one_vendor_solve
 from service.domain.planner.redundancy import redundancy, redundancy_sentence
 from service.domain.planner.request import PlanRequest
-from service.domain.planner.result import BucketSummary, Plan, Rejection, Savings, plan_status
+from service.domain.planner.result import (
+    Alternative,
+    BucketSummary,
+    Plan,
+    Rejection,
+    Savings,
+    plan_status,
+)
 from service.domain.planner.routing import routing, routing_sentence
 from service.domain.solver import solve_single_type
 
@@ -78,9 +86,21 @@ def plan(
 
     problem = fleet_problem(request, candidates)
     if executor is not None:
-        singles_job = executor.submit(single_type_fleets, request, candidates, problem)
+        # The single-type solves are independent: two jobs share them.
+        gpus = tuple(sorted({o.gpu_id for o in problem.options}))
+        parts = (gpus,) if len(gpus) < 2 else (gpus[0::2], gpus[1::2])
+        singles_jobs = [
+            executor.submit(single_type_fleets, request, candidates, problem, part)
+            for part in parts
+        ]
         solution, budget_qps = one_vendor_solve(problem, candidates, request)
-        singles, alternatives = singles_job.result()
+        singles = {}
+        found: list[Alternative] = []
+        for job in singles_jobs:
+            part_singles, part_alternatives = job.result()
+            singles.update(part_singles)
+            found.extend(part_alternatives)
+        alternatives = by_cost(found)
     else:
         solution, budget_qps = one_vendor_solve(problem, candidates, request)
         singles, alternatives = single_type_fleets(request, candidates, problem)

@@ -27,17 +27,19 @@ def solve_single_type(
 
 
 def cheapest_single_type(
-    problem: FleetProblem, *, with_max_qps: bool = False
+    problem: FleetProblem, *, with_max_qps: bool = False, gpus: tuple[str, ...] | None = None
 ) -> dict[str, FleetSolution]:
     """Per GPU id (sorted), the cheapest fleet of that GPU alone: the "alternatives" list.
 
     GPUs that cannot meet the demand are included with status ``infeasible`` and reasons
     (``gpu_cannot_serve`` for a shape it cannot serve under the SLO, caps otherwise). The
     problem is canonicalised once; each GPU is a small MILP (or a closed form when one option
-    survives pruning, the common case).
+    survives pruning, the common case). ``gpus``: only these GPU ids (the solves are
+    independent, so callers may split the list between threads).
     """
     canon = canonicalize(problem)
     return {
         gpu: apply_budget(canon, minimum_cost_fleet(canon, gpu), gpu, scale=with_max_qps)
         for gpu in canon.gpus
+        if gpus is None or gpu in gpus
     }
