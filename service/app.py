@@ -51,7 +51,7 @@ from service.store.migrate import current_revision, head_revision, upgrade
 from service.store.profiles import ProfileRepository
 from service.store.repositories import CatalogRepository
 from service.usecases.benchmarks import BenchmarkService
-from service.usecases.calibrating import CalibrationService
+from service.usecases.calibrating import CalibrationService, ProfileResolver
 from service.usecases.catalog import CatalogService
 from service.usecases.catalog_state import CatalogState
 from service.usecases.charts import CurvesService
@@ -208,6 +208,12 @@ def create_app(
             )
             await state.start()
             pool = SolverPool(settings.solver_workers, settings.solver_queue, metrics)
+            profiles = ProfileResolver(
+                ProfileRepository(engine),
+                state,
+                settings.default_calibration,
+                timeout_s=settings.database_timeout_s,
+            )
             calibrations = CalibrationService(
                 BenchmarkRepository(engine),
                 ProfileRepository(engine),
@@ -224,6 +230,7 @@ def create_app(
                 time_limit_s=settings.solve_time_limit_s,
                 defaults=settings.plan_defaults,
                 local_entries=min(settings.plan_cache_max_entries, LOCAL_ENTRIES),
+                profiles=profiles,
             )
             app.state.services = Services(
                 catalog=CatalogService(repo, state, clock, timeout_s=settings.database_timeout_s),
@@ -231,7 +238,7 @@ def create_app(
                 metrics=metrics,
                 planning=planning,
                 curves=CurvesService(planning, state, cache, pool, ttl_s=settings.plan_cache_ttl_s),
-                estimating=EstimatingService(state),
+                estimating=EstimatingService(state, profiles),
                 price_import=PriceImportService(
                     repo, state, clock, timeout_s=settings.database_timeout_s
                 ),

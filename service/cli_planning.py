@@ -14,6 +14,7 @@ from typing import Any
 import click
 import msgspec
 from litestar.exceptions import ClientException, SerializationException
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.api.json_body import checked_json
 from service.api.render import plan_flat, plan_text
@@ -28,11 +29,14 @@ from service.api.schemas.plan_fields import PLAN_FIELDS, plan_request_from_flat
 from service.api.schemas.plan_request import PlanRequestIn
 from service.api.schemas.plan_response import PlanOut
 from service.cache.memory import MemoryPlanCache
-from service.cli_common import fail, open_repository, run
+from service.cli_common import fail, open_engine, run
 from service.cli_flat import flat_options, option_for
 from service.domain.errors import DomainError
 from service.domain.planner import PlanDraft, SolvedPlan
 from service.settings import Settings
+from service.store.profiles import ProfileRepository
+from service.store.repositories import CatalogRepository
+from service.usecases.calibrating import ProfileResolver
 from service.usecases.catalog_state import CatalogState
 from service.usecases.errors import ServiceUnavailable
 from service.usecases.estimating import EstimateAnswer, EstimateQuery, EstimatingService
@@ -44,8 +48,8 @@ _encoder = msgspec.json.Encoder()
 
 async def _solve(settings: Settings, draft: PlanDraft) -> SolvedPlan:
     """The plan through the planning use case, with an in-process cache and one solver."""
-    async with open_repository(settings) as repo:
-        state = CatalogState(repo, timeout_s=settings.database_timeout_s)
+    async with open_engine(settings) as engine:
+        state = CatalogState(CatalogRepository(engine), timeout_s=settings.database_timeout_s)
         metrics = SilentMetrics()
         planning = PlanningService(
             state,
@@ -55,6 +59,7 @@ async def _solve(settings: Settings, draft: PlanDraft) -> SolvedPlan:
             ttl_s=settings.plan_cache_ttl_s,
             time_limit_s=settings.solve_time_limit_s,
             defaults=settings.plan_defaults,
+            profiles=_profiles(settings, engine, state),
         )
         try:
             outcome = await planning.solve(draft)
@@ -151,9 +156,20 @@ def register(main: click.Group, settings_loader: Any) -> None:
 
 
 async def _estimate(settings: Settings, query: EstimateQuery) -> EstimateAnswer:
-    async with open_repository(settings) as repo:
-        state = CatalogState(repo, timeout_s=settings.database_timeout_s)
-        return await EstimatingService(state).estimate(query)
+    async with open_engine(settings) as engine:
+        state = CatalogState(CatalogRepository(engine), timeout_s=settings.database_timeout_s)
+        profiles = _profiles(settings, engine, state)
+        return await EstimatingService(state, profiles).estimate(query)
+
+
+def _profiles(settings: Settings, engine: AsyncEngine, state: CatalogState) -> ProfileResolver:
+    """Calibration profiles from the configured database, as the server resolves them."""
+    return ProfileResolver(
+        ProfileRepository(engine),
+        state,
+        settings.default_calibration,
+        timeout_s=settings.database_timeout_s,
+    )
 
 
 def _estimate_text(e: EstimateOut) -> str:

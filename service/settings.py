@@ -75,6 +75,7 @@ class Settings:
     allow_mixed_vendors: bool = False
     default_providers: tuple[str, ...] = DEFAULT_PROVIDERS
     price_max_age_days: int | None = 180
+    default_calibration: str | None = None
 
     @property
     def plan_defaults(self) -> PlanDefaults:
@@ -249,6 +250,7 @@ KNOWN = frozenset(
         "ALLOW_MIXED_VENDORS",
         "DEFAULT_PROVIDERS",
         "PRICE_MAX_AGE_DAYS",
+        "DEFAULT_CALIBRATION",
     }
 )
 
@@ -349,7 +351,24 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         allow_mixed_vendors=get("ALLOW_MIXED_VENDORS", _bool, False),
         default_providers=get("DEFAULT_PROVIDERS", _providers, DEFAULT_PROVIDERS),
         price_max_age_days=get("PRICE_MAX_AGE_DAYS", _max_age_days, _DEFAULT_MAX_AGE_DAYS),
+        default_calibration=get("DEFAULT_CALIBRATION", _calibration, None),
     )
+
+
+def _calibration(name: str, raw: str) -> str | None:
+    """A calibration profile every request without one uses (``name`` or ``name@vN``);
+    ``reference``: none."""
+    from service.domain.errors import InvalidInput
+    from service.domain.profiles.values import REFERENCE, parse_spec
+
+    value = raw.strip()
+    if value == REFERENCE:
+        return None
+    try:
+        parse_spec(value)
+    except InvalidInput as exc:
+        raise SettingsError(name, exc.message) from None
+    return value
 
 
 def _headroom(name: str, raw: str) -> float | None:

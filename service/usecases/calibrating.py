@@ -27,10 +27,12 @@ from service.domain.llm import resolve_model
 from service.domain.profiles.fit import FitResult, FitRow, fit_profile
 from service.domain.profiles.values import (
     MAX_SELECTION,
+    REFERENCE,
     CalibrationProfile,
     Selection,
     UnknownProfile,
     check_name,
+    parse_spec,
 )
 from service.domain.vocabulary import ENGINES, Engine
 from service.store.benchmarks import BenchmarkRepository
@@ -222,3 +224,47 @@ class CalibrationService:
         except ServiceUnavailable as exc:
             self._state.report_failure(exc)
             raise
+
+
+class ProfileResolver:
+    """The calibration profile a request uses: the one it names (``name`` or ``name@vN``),
+    else the server default (``GPUPLAN_DEFAULT_CALIBRATION``), else none; ``reference`` asks
+    for none. A named profile that does not exist is a 404 naming ``calibration``; a default
+    that does not exist (yet) means the reference constants."""
+
+    def __init__(
+        self,
+        profiles: ProfileRepository,
+        state: CatalogState,
+        default: str | None = None,
+        *,
+        timeout_s: float = 2.0,
+    ) -> None:
+        self._profiles = profiles
+        self._state = state
+        self._default = default
+        self._timeout = timeout_s
+
+    @property
+    def default(self) -> str | None:
+        return self._default
+
+    async def resolve(self, spec: str | None) -> CalibrationProfile | None:
+        chosen = spec if spec is not None else self._default
+        if chosen is None or chosen.strip() == REFERENCE:
+            return None
+        name, version = parse_spec(chosen)
+        if self._state.known_down:
+            raise ServiceUnavailable("reading a calibration profile: the database is unreachable")
+        try:
+            found = await with_database(
+                self._profiles.get(name, version), self._timeout, "reading a calibration profile"
+            )
+        except ServiceUnavailable as exc:
+            self._state.report_failure(exc)
+            raise
+        if found is None and spec is not None:
+            names = await with_database(self._profiles.names(), self._timeout, "reading")
+            shown = name if version is None else f"{name}@v{version}"
+            raise UnknownProfile(shown, tuple(names[:5]), field="calibration", label="known")
+        return found

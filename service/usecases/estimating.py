@@ -17,7 +17,10 @@ from service.domain.perfmodel import (
     estimate,
     smallest_fitting_tp,
 )
+from service.domain.perfmodel.hardware import calibration_group
 from service.domain.planner import resolve_requested_model
+from service.domain.profiles.values import CalibrationProfile, calibration_words
+from service.usecases.calibrating import ProfileResolver
 from service.usecases.catalog_state import CatalogState
 
 MAX_TENSOR_PARALLEL = 72
@@ -42,6 +45,7 @@ class EstimateQuery:
     concurrency: int | None = None
     qps: float | None = None
     allow_pcie_tensor_parallel: bool = False
+    calibration: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,16 +54,21 @@ class EstimateAnswer:
     assumptions: tuple[str, ...]
     revision: int
     stale: bool
+    calibration: CalibrationProfile | None = None
 
 
 class EstimatingService:
-    def __init__(self, state: CatalogState) -> None:
+    def __init__(self, state: CatalogState, profiles: ProfileResolver | None = None) -> None:
         self._state = state
+        self._profiles = profiles
 
     async def estimate(self, q: EstimateQuery) -> EstimateAnswer:
         """Pure and fast (well under a millisecond), so it runs on the event loop. Raises the
         domain's ``InvalidInput``/``NotFound`` naming the field at fault."""
         model = resolve_requested_model(q.model)
+        profile = None
+        if self._profiles is not None:
+            profile = await self._profiles.resolve(q.calibration)
         view = await self._state.current()
         gpu = view.snapshot.resolve_gpu(q.gpu, field_name="gpu")
         arch = model.arch
@@ -90,6 +99,7 @@ class EstimatingService:
                 )
             else:
                 notes.append(f"tensor_parallel={tp}: the smallest degree that fits.")
+        family = calibration_group(gpu).group
         dep = Deployment(
             gpu=gpu,
             tensor_parallel=tp,
@@ -98,7 +108,13 @@ class EstimatingService:
             engine=q.engine,
             allow_pcie_tensor_parallel=q.allow_pcie_tensor_parallel,
             engine_version=q.engine_version,
+            correction=None if profile is None else profile.correction_for(q.engine, family),
         )
         result = estimate(arch, dep, shape, concurrency=q.concurrency, qps=q.qps)
-        assumptions = tuple(dict.fromkeys((*model.assumptions, *notes, *result.assumptions)))
-        return EstimateAnswer(result, assumptions, view.snapshot.revision, view.stale)
+        calibrated = (
+            calibration_words(profile, q.engine, {gpu.id: family}) if profile is not None else ()
+        )
+        assumptions = tuple(
+            dict.fromkeys((*model.assumptions, *notes, *result.assumptions, *calibrated))
+        )
+        return EstimateAnswer(result, assumptions, view.snapshot.revision, view.stale, profile)

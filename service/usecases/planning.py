@@ -53,6 +53,8 @@ from service.domain.planner import (
     plan,
     plan_id,
 )
+from service.domain.profiles.values import CalibrationProfile
+from service.usecases.calibrating import ProfileResolver
 from service.usecases.catalog_state import SnapshotView
 from service.usecases.errors import ServiceUnavailable
 from service.usecases.solver_pool import SolverPool
@@ -128,7 +130,7 @@ class CanonicalMemo:
     service: the catalog a revision names belongs to that service's database."""
 
     def __init__(self, max_entries: int = 4096) -> None:
-        self._entries: OrderedDict[tuple[int, bytes], tuple[PlanRequest, str]] = OrderedDict()
+        self._entries: OrderedDict[tuple[int, str, bytes], tuple[PlanRequest, str]] = OrderedDict()
         self._max = max_entries
         self._encoder = msgspec.msgpack.Encoder()
 
@@ -138,15 +140,20 @@ class CanonicalMemo:
         snapshot: CatalogSnapshot,
         time_limit_s: float,
         defaults: PlanDefaults | None = None,
+        calibration: CalibrationProfile | None = None,
     ) -> tuple[PlanRequest, str]:
         """The canonical request and its plan id at the snapshot's revision (one memo serves
-        one service, so one set of defaults)."""
-        key = (snapshot.revision, self._encoder.encode(draft))
+        one service, so one set of defaults) and the calibration profile version the draft
+        resolved to."""
+        spec = calibration.spec if calibration is not None else ""
+        key = (snapshot.revision, spec, self._encoder.encode(draft))
         found = self._entries.get(key)
         if found is not None:
             self._entries.move_to_end(key)
             return found
-        request = canonical_request(draft, snapshot, time_limit_s=time_limit_s, defaults=defaults)
+        request = canonical_request(
+            draft, snapshot, time_limit_s=time_limit_s, defaults=defaults, calibration=calibration
+        )
         result = (request, plan_id(request, snapshot.revision))
         self._entries[key] = result
         if len(self._entries) > self._max:
@@ -167,8 +174,10 @@ class PlanningService:
         defaults: PlanDefaults | None = None,
         local_entries: int = LOCAL_ENTRIES,
         local_bytes: int = LOCAL_BYTES,
+        profiles: ProfileResolver | None = None,
     ) -> None:
         self._state = state
+        self._profiles = profiles
         self._cache = GuardedCache(cache)
         self._local: TtlLru[SolvedPlan] = TtlLru(max_entries=local_entries, max_bytes=local_bytes)
         self._local_ttl = min(ttl_s, LOCAL_TTL_S)
@@ -206,8 +215,11 @@ class PlanningService:
             else self._state.current()
         )
         revision = view.snapshot.revision
+        calibration = (
+            await self._profiles.resolve(draft.calibration) if self._profiles is not None else None
+        )
         request, pid = self._memo.canonical(
-            draft, view.snapshot, self._time_limit_s, self._defaults
+            draft, view.snapshot, self._time_limit_s, self._defaults, calibration
         )
         if known is not None and known(pid):
             return PlanOutcome(pid, revision, view.stale, None, None)

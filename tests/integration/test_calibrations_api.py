@@ -5,6 +5,7 @@ honest report; a fit that takes longer is a job with progress."""
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -144,3 +145,144 @@ async def test_a_slow_fit_is_a_job_with_progress(settings: Settings, client: Cli
     assert answer.status_code == 200 and answer.json()["files"] == 3
     unknown = await client.get("/v1/calibrations/jobs/0123456789abcdef")
     assert unknown.status_code == 404
+
+
+def run_of(path: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(path.read_text())
+    return doc
+
+
+def estimate_body(doc: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """The estimate of the deployment and load a vllm result measured: measured mean
+    lengths, every request sent at once (the closed loop of that many clients)."""
+    return {
+        "model": "qwen3-14b", "gpu": "a100-sxm-80gb", "tensor_parallel": 1,
+        "precision": "bf16", "engine": "vllm", "engine_version": "0.11",
+        "prompt_tokens": round(doc["total_input_tokens"] / doc["completed"]),
+        "output_tokens": round(doc["total_output_tokens"] / doc["completed"]),
+        "concurrency": doc["completed"], **extra,
+    }  # fmt: skip
+
+
+def off(predicted: float, measured: float) -> float:
+    return abs(predicted / measured - 1)
+
+
+async def test_an_estimate_with_the_profile_reproduces_a_run_the_reference_missed(
+    client: Client,
+) -> None:
+    """The acceptance case: a vllm bench serve result whose output throughput and TPOT the
+    reference constants miss by more than 20 % is reproduced within 10 % once a profile
+    fitted on the team's files is named."""
+    await import_files(client, VLLM)
+    assert (await fit(client, FIT)).status_code == 201
+    doc = run_of(FIXTURES / "vllm-a100-qwen3-14b-in4000-out200.json")
+    reference = (await client.post("/v1/estimate", json=estimate_body(doc))).json()
+    assert off(reference["output_tokens_per_s"], doc["output_throughput"]) > 0.20
+    assert off(reference["tpot_ms"], doc["mean_tpot_ms"]) > 0.20
+    response = await client.post("/v1/estimate", json=estimate_body(doc, calibration="team-search"))
+    assert response.status_code == 200, response.text
+    calibrated = response.json()
+    assert off(calibrated["output_tokens_per_s"], doc["output_throughput"]) < 0.10
+    assert off(calibrated["tpot_ms"], doc["mean_tpot_ms"]) < 0.10
+    assert any(
+        a.startswith("Calibration profile team-search v1") for a in calibrated["assumptions"]
+    )
+    flat = {k: str(v) for k, v in estimate_body(doc, calibration="team-search@v1").items()}
+    by_query = (await client.get("/v1/estimate", params=flat)).json()
+    assert by_query["tpot_ms"] == calibrated["tpot_ms"]
+    pinned_reference = (
+        await client.post("/v1/estimate", json=estimate_body(doc, calibration="reference"))
+    ).json()
+    assert pinned_reference["tpot_ms"] == reference["tpot_ms"]
+
+
+async def test_a_card_or_engine_the_profile_does_not_cover_keeps_the_reference(
+    client: Client,
+) -> None:
+    await import_files(client, VLLM)
+    assert (await fit(client, FIT)).status_code == 201
+    doc = run_of(VLLM[0])
+    for change in ({"gpu": "h100-sxm"}, {"engine": "sglang", "engine_version": None}):
+        body = estimate_body(doc, **change)
+        plain = (await client.post("/v1/estimate", json=body)).json()
+        named = await client.post("/v1/estimate", json={**body, "calibration": "team-search"})
+        assert named.status_code == 200, named.text
+        answer = named.json()
+        assert answer["tpot_ms"] == plain["tpot_ms"]
+        assert any("reference constants" in a and "team-search v1" in a
+                   for a in answer["assumptions"])  # fmt: skip
+    missing = await client.post("/v1/estimate", json=estimate_body(doc, calibration="nobody"))
+    assert missing.status_code == 404 and missing.json()["field"] == "calibration"
+
+
+PLAN = {
+    "model": "qwen3-14b", "engine": "vllm", "engine_version": "0.11",
+    "workload": {"qps": 2, "prompt_tokens": 4000, "output_tokens": 200},
+    "slo": {"tpot_ms": 400, "percentile": 50},
+    "constraints": {"gpus": ["a100-sxm-80gb"], "headroom": 0},
+}  # fmt: skip
+
+
+async def test_a_new_profile_version_gives_plans_a_new_id(client: Client) -> None:
+    await import_files(client, VLLM)
+    before = (await client.post("/v1/plans", json=PLAN)).json()
+    assert (await fit(client, FIT)).status_code == 201
+    plain = (await client.post("/v1/plans", json=PLAN)).json()
+    assert plain["plan_id"] == before["plan_id"]  # no profile named: unchanged
+    v1 = (await client.post("/v1/plans", json={**PLAN, "calibration": "team-search"})).json()
+    assert v1["plan_id"] != plain["plan_id"]
+    assert v1["request"]["calibration"] == "team-search@v1"
+    assert any("Calibration profile team-search v1" in a for a in v1["assumptions"])
+    assert (await fit(client, FIT)).status_code == 201
+    v2 = (await client.post("/v1/plans", json={**PLAN, "calibration": "team-search"})).json()
+    assert v2["request"]["calibration"] == "team-search@v2"
+    assert v2["plan_id"] != v1["plan_id"]  # the cached v1 plan is not served for v2
+    pinned = {**PLAN, "calibration": v1["request"]["calibration"]}
+    again_response = await client.post("/v1/plans", json=pinned)
+    assert again_response.status_code == 200, again_response.text
+    again = again_response.json()
+    assert again["plan_id"] == v1["plan_id"]  # name@vN pins the version
+
+
+async def test_profiles_and_measurements_survive_a_restart(
+    settings: Settings, client: Client, redis_prefix: str
+) -> None:
+    await import_files(client, VLLM)
+    stored = (await fit(client, FIT)).json()
+    from litestar.testing import AsyncTestClient
+
+    from service.app import create_app
+
+    async with AsyncTestClient(create_app(settings, cache_prefix=redis_prefix)) as restarted:
+        profile = (await restarted.get("/v1/calibrations/team-search")).json()
+        assert profile == stored
+        assert (await restarted.get("/v1/benchmarks")).json()["count"] == 3
+
+
+async def test_the_server_default_profile_applies_unless_a_request_opts_out(
+    settings: Settings, client: Client, redis_prefix: str
+) -> None:
+    await import_files(client, VLLM)
+    assert (await fit(client, FIT)).status_code == 201
+    doc = run_of(FIXTURES / "vllm-a100-qwen3-14b-in4000-out200.json")
+    named = (
+        await client.post("/v1/estimate", json=estimate_body(doc, calibration="team-search"))
+    ).json()
+    reference = (await client.post("/v1/estimate", json=estimate_body(doc))).json()
+    from dataclasses import replace
+
+    from litestar.testing import AsyncTestClient
+
+    from service.app import create_app
+
+    defaulted = create_app(
+        replace(settings, default_calibration="team-search"), cache_prefix=redis_prefix
+    )
+    async with AsyncTestClient(defaulted) as other:
+        plain = (await other.post("/v1/estimate", json=estimate_body(doc))).json()
+        assert plain["tpot_ms"] == named["tpot_ms"] != reference["tpot_ms"]
+        opted_out = await other.post(
+            "/v1/estimate", json=estimate_body(doc, calibration="reference")
+        )
+        assert opted_out.json()["tpot_ms"] == reference["tpot_ms"]

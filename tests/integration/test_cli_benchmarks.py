@@ -53,3 +53,23 @@ def test_calibrate_fits_stores_versions_and_prints_the_report(env: dict[str, str
     assert "team-search v2" in again
     none = run(["calibrate", "other", "--engine", "sglang"], env, check=False)
     assert none.returncode == 1 and "(selection)" in none.stderr
+
+
+def test_estimate_and_plan_take_a_calibration_profile(env: dict[str, str]) -> None:
+    context = ["--gpu", "a100-sxm-80gb", "--tensor-parallel", "1", "--precision", "bf16",
+               "--engine-version", "0.11.0"]  # fmt: skip
+    run(["benchmarks", "import", *VLLM, *context], env)
+    run(["calibrate", "team-search", "--engine", "vllm"], env)
+    shape = ["--model", "qwen3-14b", "--gpu", "a100-sxm-80gb", "--tensor-parallel", "1",
+             "--prompt-tokens", "3990", "--output-tokens", "199", "--concurrency", "500",
+             "--engine-version", "0.11"]  # fmt: skip
+    plain = run(["estimate", *shape], env).stdout
+    named = run(["estimate", *shape, "--calibration", "team-search"], env).stdout
+    assert "Calibration profile team-search v1" in named and "Calibration profile" not in plain
+    assert named.splitlines()[3] != plain.splitlines()[3]  # ttft / tpot / e2e moved
+    plan = run(["plan", "--model", "qwen3-14b", "--qps", "2", "--prompt-tokens", "4000",
+                "--output-tokens", "200", "--tpot-ms", "400", "--gpus", "a100-sxm-80gb",
+                "--calibration", "team-search@v1", "--json"], env).stdout  # fmt: skip
+    assert '"calibration":"team-search@v1"' in plan
+    missing = run(["estimate", *shape, "--calibration", "nobody"], env, check=False)
+    assert missing.returncode == 2 and "--calibration" in missing.stderr

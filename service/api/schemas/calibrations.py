@@ -23,6 +23,18 @@ ProfileName = Annotated[
         examples=["team-search"],
     ),
 ]
+CalibrationSpec = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=80,
+        pattern=r"^[a-z0-9][a-z0-9-]{0,62}(@v[1-9][0-9]{0,8})?$",
+        description="A calibration profile (POST /v1/calibrations): its name for the newest "
+        "version, name@vN to pin one, or reference for the reference constants. Default: the "
+        "server's GPUPLAN_DEFAULT_CALIBRATION, else the reference constants.",
+        examples=["team-search"],
+    ),
+]
 Names = Annotated[list[Annotated[str, Meta(min_length=1, max_length=200)]], Meta(max_length=32)]
 
 

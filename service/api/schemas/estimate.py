@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 from msgspec import Meta
 
+from service.api.schemas.calibrations import CalibrationSpec
 from service.api.schemas.common import Gigabytes, Millis, ReqPerS, WireIn, WireOut
 from service.api.schemas.flat import FlatField, body_from_data, body_from_flat
 from service.api.schemas.models import ModelIn
@@ -48,6 +49,7 @@ class EstimateIn(WireIn, kw_only=True):
         | None
     ) = None
     allow_pcie_tensor_parallel: bool = False
+    calibration: CalibrationSpec | None = None
 
     def to_query(self) -> EstimateQuery:
         return EstimateQuery(
@@ -63,6 +65,7 @@ class EstimateIn(WireIn, kw_only=True):
             concurrency=self.concurrency,
             qps=self.qps,
             allow_pcie_tensor_parallel=self.allow_pcie_tensor_parallel,
+            calibration=self.calibration,
         )
 
 
@@ -84,6 +87,7 @@ ESTIMATE_FIELDS: tuple[FlatField, ...] = (
     FlatField("concurrency", "concurrency", "Fixed running batch."),
     FlatField("qps", "qps", "Arrival rate at the replica, req/s (adds latency percentiles)."),
     FlatField("allow_pcie_tensor_parallel", "allow_pcie_tensor_parallel"),
+    FlatField("calibration", "calibration", "Calibration profile: name, name@vN or reference."),
 )
 
 

@@ -70,6 +70,7 @@ PLAN_FIELDS: tuple[FlatField, ...] = (
     FlatField("kv_cache_precision", "kv_cache_precision"),
     FlatField("engine", "engine"),
     FlatField("engine_version", "engine_version", "Engine release, e.g. 0.6 (default: newest)."),
+    FlatField("calibration", "calibration", "Calibration profile: name, name@vN or reference."),
     FlatField("headroom", "constraints.headroom"),
     FlatField("min_replicas", "constraints.min_replicas"),
     FlatField("allow_mix", "constraints.allow_mix", cli_off="single-type"),

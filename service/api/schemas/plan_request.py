@@ -14,6 +14,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
+from service.api.schemas.calibrations import CalibrationSpec
 from service.api.schemas.common import WireIn
 from service.api.schemas.models import ModelIn
 from service.domain.moments import WINDOW
@@ -250,6 +251,7 @@ class PlanRequestIn(WireIn, kw_only=True):
     kv_cache_precision: KvPrecision = "bf16"
     engine: Engine = "vllm"
     engine_version: EngineVersion | None = None
+    calibration: CalibrationSpec | None = None
     workload: WorkloadIn
     slo: SloIn = msgspec.field(default_factory=SloIn)
     budget: BudgetIn | None = None
@@ -276,6 +278,7 @@ class PlanRequestIn(WireIn, kw_only=True):
             kv_cache_precision=self.kv_cache_precision,
             engine=self.engine,
             engine_version=self.engine_version,
+            calibration=self.calibration,
             slo=Slo(s.ttft_ms, s.tpot_ms, s.e2e_ms, s.percentile),
             budget=BudgetDraft(b.usd_per_hour, b.usd_per_month) if b is not None else None,
             constraints=(

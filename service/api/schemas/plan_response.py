@@ -27,7 +27,7 @@ from service.domain.providers import ProviderKind
 from service.domain.vocabulary import PlanStatusName
 
 
-class CanonicalRequest(WireOut, kw_only=True):
+class CanonicalRequest(WireOut, kw_only=True, omit_defaults=True):
     """The request with every default filled, aliases resolved and lists sorted."""
 
     # Built from service.domain.planner.canonical_document: what the plan id hashes.
@@ -44,6 +44,13 @@ class CanonicalRequest(WireOut, kw_only=True):
     budget: dict[str, Any] | None
     constraints: dict[str, Any]
     as_of: datetime | None
+    calibration: Annotated[
+        str | None,
+        Meta(
+            description="The calibration profile version the plan used (name@vN); absent "
+            "when it used the reference constants."
+        ),
+    ] = None
 
 
 def _r(value: float, digits: int) -> float:

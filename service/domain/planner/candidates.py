@@ -19,6 +19,7 @@ from service.domain.perfmodel import (
     RequestShape,
     max_qps_under_slo,
 )
+from service.domain.perfmodel.hardware import calibration_group
 from service.domain.perfmodel.headroom import ModelHeadroom, model_error_headroom
 from service.domain.planner.offers import Offer, cheapest_per_shape, offers_for
 from service.domain.planner.request import PlanConstraints, PlanRequest
@@ -113,6 +114,11 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
                 engine=request.engine,
                 engine_version=request.engine_version,
                 allow_pcie_tensor_parallel=c.allow_pcie_tensor_parallel,
+                correction=request.calibration.correction_for(
+                    request.engine, calibration_group(gpu).group
+                )
+                if request.calibration is not None
+                else None,
             )
             caps = tuple(max_qps_under_slo(request.model.arch, dep, s, request.slo) for s in shapes)
             if all(cap.qps <= 0 for cap in caps):

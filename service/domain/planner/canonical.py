@@ -49,6 +49,7 @@ from service.domain.planner.request import (
     PlanRequest,
     WorkloadBucket,
 )
+from service.domain.profiles.values import CalibrationProfile
 
 SHARE_TOLERANCE = 1e-6
 """How far the mix shares may sum from 1 (they are then divided by their sum)."""
@@ -64,13 +65,15 @@ def canonical_request(
     *,
     time_limit_s: float = 2.0,
     defaults: PlanDefaults | None = None,
+    calibration: CalibrationProfile | None = None,
 ) -> PlanRequest:
     """The canonical request for ``draft`` against the GPUs of ``snapshot``.
 
     ``time_limit_s`` (seconds per MILP solve) is carried along for the planner; it is not
     part of the request's identity. ``defaults``: the server's defaults for what the draft
-    leaves out (``None``: the built-in ones). Raises ``InvalidInput`` or ``NotFound`` naming
-    the field.
+    leaves out (``None``: the built-in ones). ``calibration``: the profile the draft's
+    ``calibration`` (or the server default) resolved to. Raises ``InvalidInput`` or
+    ``NotFound`` naming the field.
     """
     model = resolve_requested_model(draft.model)
     return PlanRequest(
@@ -88,6 +91,7 @@ def canonical_request(
         time_limit_s=time_limit_s,
         model_spec=None if isinstance(draft.model, str) else draft.model,
         policy=(defaults or PlanDefaults()).policy,
+        calibration=calibration,
     )
 
 

@@ -89,6 +89,7 @@ class PlanDraft:
     kv_cache_precision: KvPrecision = "bf16"
     engine: Engine = "vllm"
     engine_version: str | None = None
+    calibration: str | None = None
     slo: Slo = DEFAULT_SLO
     budget: BudgetDraft | None = None
     constraints: ConstraintsDraft = field(default_factory=ConstraintsDraft)

@@ -8,10 +8,12 @@ from service.domain.perfmodel import (
     Slo,
     estimate,
 )
+from service.domain.perfmodel.hardware import calibration_group
 from service.domain.perfmodel.headroom import ModelHeadroom
 from service.domain.planner.candidates import Candidates
 from service.domain.planner.request import HOURS_PER_MONTH, PlanRequest
 from service.domain.planner.result import Alternative, Fleet, FleetLine, Rejection, Savings
+from service.domain.profiles.values import calibration_words
 from service.domain.solver import (
     FleetProblem,
     FleetSolution,
@@ -266,6 +268,9 @@ def assumptions(
         for text in estimate(request.model.arch, dep, shape).assumptions:
             tag = f"{dep.gpu.id} tensor_parallel={dep.tensor_parallel}: "
             out.append(text if len(deployments) == 1 else tag + text)
+    if request.calibration is not None:
+        families = {dep.gpu.id: calibration_group(dep.gpu).group for dep in deployments}
+        out.extend(calibration_words(request.calibration, request.engine, families))
     return tuple(dict.fromkeys(out))
 
 

@@ -93,6 +93,8 @@ def canonical_document(request: PlanRequest) -> dict[str, Any]:
             else None,
         },
         "as_of": request.as_of,
+        # Only when a profile is used, so requests without one keep their plan ids.
+        **({"calibration": request.calibration.spec} if request.calibration else {}),
     }
 
 

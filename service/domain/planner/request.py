@@ -20,6 +20,7 @@ from typing import Any
 from service.domain.llm import ResolvedModel
 from service.domain.perfmodel import Slo
 from service.domain.providers import DEFAULT_PROVIDERS
+from service.domain.profiles.values import CalibrationProfile
 from service.domain.vocabulary import Engine, KvPrecision, Precision, PricingChoice
 
 HOURS_PER_MONTH = 730.0
@@ -148,6 +149,8 @@ class PlanRequest:
     canonical encoding a caller can POST again.
     ``engine_version`` is the engine build the plan runs on (canonically the resolved one, so a
     recalibration that changes the default build changes the plan id); ``None``: the newest.
+    ``calibration``: the team's calibration profile (one version) whose corrections the
+    capacities use; its ``name@vN`` is part of the identity, so a new version re-keys plans.
     """
 
     model: ResolvedModel
@@ -164,6 +167,7 @@ class PlanRequest:
     engine_version: str | None = None
     model_spec: Mapping[str, Any] | None = field(default=None, hash=False)
     policy: PlanPolicy = field(default_factory=PlanPolicy)
+    calibration: CalibrationProfile | None = None
 
     def demand_qps(self, bucket: WorkloadBucket) -> float:
         return self.qps * bucket.share

@@ -14,7 +14,11 @@ from service.domain.profiles.fit import ErrorCell
 from service.domain.vocabulary import Engine
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
-RESERVED = ("jobs",)  # a path segment of /v1/calibrations
+REFERENCE = "reference"
+"""The ``calibration`` value that asks for the reference constants (no profile), overriding a
+server default."""
+RESERVED = ("jobs", REFERENCE)  # a path segment of /v1/calibrations; the reference
+_SPEC = re.compile(r"^(?P<name>[a-z0-9][a-z0-9-]{0,62})(?:@v(?P<version>[1-9][0-9]{0,8}))?$")
 MAX_SELECTION = 32
 
 
@@ -27,6 +31,19 @@ def check_name(name: str, field: str = "name") -> str:
             field=field,
         )
     return name
+
+
+def parse_spec(spec: str, field: str = "calibration") -> tuple[str, int | None]:
+    """``name`` (its newest version) or ``name@vN`` (version N), as requests give it."""
+    match = _SPEC.match(spec.strip())
+    if match is None:
+        raise InvalidInput(
+            f"calibration {spec!r}: a profile name (team-search), a pinned version "
+            f"(team-search@v2), or {REFERENCE!r} for the reference constants",
+            field=field,
+        )
+    version = match.group("version")
+    return match.group("name"), int(version) if version else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +83,11 @@ class CalibrationProfile:
         return f"{self.name} v{self.version}"
 
     @property
+    def spec(self) -> str:
+        """How a request pins this version (``team-search@v2``)."""
+        return f"{self.name}@v{self.version}"
+
+    @property
     def families(self) -> tuple[str, ...]:
         return tuple(c.family for c in self.corrections)
 
@@ -96,3 +118,25 @@ class CalibrationProfile:
 
 class UnknownProfile(NotFound):
     kind = "calibration profile"
+
+
+def calibration_words(
+    profile: CalibrationProfile, engine: str, families: dict[str, str]
+) -> tuple[str, ...]:
+    """What ``assumptions`` say about ``profile`` for a request on ``engine`` and cards
+    ``families`` (GPU id -> family): its summary when it corrects any of them, and each card
+    it does not cover, which keeps the reference constants."""
+    if engine != profile.engine:
+        return (
+            f"Calibration profile {profile.label} corrects {profile.engine}, not {engine}: "
+            "this answer uses the reference constants.",
+        )
+    covered = [g for g, fam in families.items() if profile.correction_for(engine, fam)]
+    out = [profile.summary()] if covered else []
+    for gpu, fam in sorted(families.items()):
+        if gpu not in covered:
+            out.append(
+                f"Calibration profile {profile.label} has no {engine} measurements on {fam} "
+                f"GPUs: {gpu} uses the reference constants."
+            )
+    return tuple(out)
