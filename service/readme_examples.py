@@ -16,7 +16,8 @@ A generated block is a fenced block between two HTML comments::
 
 For every name but ``startup`` the request is read from the README itself: the last command
 starting with ``curl`` in the nearest ```` ```sh ```` block above the marker, so the command a
-reader copies is the request sent. ``curl`` options understood: ``-s``, ``-X``, ``-H``, ``-d``
+reader copies is the request sent. ``curl`` options understood: ``-s``, ``-X``, ``-H``, ``-d``,
+``--data-binary @FILE`` (a file of the repository, e.g. a benchmark fixture)
 (``$GPUPLAN_ADMIN_KEYS`` stands for the admin key the service was started with). A trailing
 ``| jq [-c] [-r] 'FILTER'`` is run by jq itself (``service.readme_jq``), so the block shows what
 jq prints. A request answered with a 4xx or 5xx stops the run. Plan answers are byte-identical
@@ -159,7 +160,7 @@ def parse_curl(command: str) -> Request:
     for word in it:
         if word == "-s":
             continue
-        if word in {"-X", "-H", "-d"}:
+        if word in {"-X", "-H", "-d", "--data-binary"}:
             value = next(it, None)
             if value is None:
                 raise ExampleError(f"curl {word} without a value in: {command}")
@@ -170,7 +171,7 @@ def parse_curl(command: str) -> Request:
                 content = content.strip().replace("$GPUPLAN_ADMIN_KEYS", ADMIN_KEY)
                 headers.append((name.strip(), content))
             else:
-                body = value
+                body = _file_body(value, command) if word == "--data-binary" else value
                 method = "POST" if method == "GET" else method
         elif word.startswith("-"):
             raise ExampleError(f"curl option {word} is not understood here: {command}")
@@ -183,6 +184,16 @@ def parse_curl(command: str) -> Request:
     if "$" in target or any("$" in v for _, v in headers) or (body and "$" in body):
         raise ExampleError(f"unknown shell variable in: {command}")
     return Request(method, target, tuple(headers), body, jq)
+
+
+def _file_body(value: str, command: str) -> str:
+    """``--data-binary @path``: the file's text (``path`` relative to the repository root)."""
+    if not value.startswith("@"):
+        raise ExampleError(f"--data-binary takes @file here: {command}")
+    path = README.parent / value[1:]
+    if not path.is_file():
+        raise ExampleError(f"--data-binary: no file {value[1:]} in the repository: {command}")
+    return path.read_text()
 
 
 # --- rendering -------------------------------------------------------------------------------
