@@ -47,9 +47,25 @@ def test_readme_examples_are_what_the_service_answers() -> None:
         "curve-per-gpu",
         "estimate",
         "prices-ingest",
+        "benchmark-import",
+        "benchmark-import-2",
+        "benchmark-import-3",
+        "calibration-fit",
+        "calibration-report",
+        "reference-estimate",
+        "calibrated-estimate",
     ]
     changes = diff(current, generate(current))
     assert changes == "", f"README examples drifted; run `make readme`:\n{changes}"
+
+
+def test_a_file_body_is_read_from_the_repository() -> None:
+    name = "tests/fixtures/benchmarks/vllm-a100-qwen3-14b-in2000-out100.json"
+    request = parse_curl(f"curl -s -X POST localhost:8000/v1/benchmarks --data-binary @{name}")
+    assert request.method == "POST" and request.body is not None
+    assert request.body == (readme_examples.README.parent / name).read_text()
+    with pytest.raises(ExampleError):
+        parse_curl("curl -s localhost:8000/v1/benchmarks --data-binary @no/such/file.json")
 
 
 def test_check_reports_drift_with_a_diff_and_regeneration_is_idempotent(tmp_path: Path) -> None:
