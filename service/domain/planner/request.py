@@ -19,8 +19,8 @@ from typing import Any
 
 from service.domain.llm import ResolvedModel
 from service.domain.perfmodel import Slo
-from service.domain.providers import DEFAULT_PROVIDERS
 from service.domain.profiles.values import CalibrationProfile
+from service.domain.providers import DEFAULT_PROVIDERS
 from service.domain.vocabulary import Engine, KvPrecision, Precision, PricingChoice
 
 HOURS_PER_MONTH = 730.0
