@@ -19,6 +19,7 @@ Pure: same request and snapshot, same plan.
 from __future__ import annotations
 
 from concurrent.futures import Executor
+from dataclasses import replace
 from datetime import datetime
 
 from service.domain.catalog import CatalogSnapshot
@@ -48,7 +49,7 @@ from service.domain.planner.result import (
     plan_status,
 )
 from service.domain.planner.routing import routing, routing_sentence
-from service.domain.solver import solve_single_type
+from service.domain.solver import ReasonCode, SolveStatus, solve_single_type
 
 
 def plan(
@@ -104,6 +105,13 @@ def plan(
     else:
         solution, budget_qps = one_vendor_solve(problem, candidates, request)
         singles, alternatives = single_type_fleets(request, candidates, problem)
+    if not solution.has_fleet and alternatives:
+        # The policy's solves found nothing in their time limit (a single-type fleet exists,
+        # so the request is feasible): the cheapest single type is within every rule.
+        timed_out = any(r.code is ReasonCode.TIME_LIMIT for r in solution.reasons)
+        solution = singles[alternatives[0].gpu]
+        if timed_out:
+            solution = replace(solution, status=SolveStatus.TIME_LIMIT)
     fleet = assemble_fleet(request, candidates, solution) if solution.has_fleet else None
     decision = decide(request, fleet, alternatives)
     if decision.rule == "mix_saving_below_threshold" and decision.single_type_gpu is not None:
