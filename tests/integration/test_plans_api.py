@@ -532,3 +532,18 @@ async def test_redis_stopped_mid_stream_then_back(
         again = [(await post_plan(client)).headers["x-cache"] for _ in range(3)]
         assert again[-1] == "hit", again
         assert (await client.get("/readyz")).json()["status"] == "ready"
+
+
+@pytest.mark.parametrize("pricing", ["on_demand", "owned"])
+async def test_the_echoed_request_posted_back_is_the_same_plan(
+    client: Client, pricing: str
+) -> None:
+    body = {**BODY, "constraints": {**BODY["constraints"], "pricing": pricing}}
+    first = await post_plan(client, body)
+    assert first.status_code == 200, first.text
+    echoed = first.json()["request"]
+    assert (echoed["constraints"]["owned"] is None) == (pricing != "owned")
+    again = await post_plan(client, echoed)
+    assert again.status_code == 200, again.text
+    assert again.json()["plan_id"] == first.json()["plan_id"]
+    assert again.json()["request"] == echoed

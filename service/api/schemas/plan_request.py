@@ -199,7 +199,8 @@ class ConstraintsIn(WireIn, kw_only=True):
             "peer-to-peer), up to the instance's card count. false: NVLink-sized groups only."
         ),
     ] = True
-    owned: OwnedCostIn = msgspec.field(default_factory=OwnedCostIn)
+    # null (as a plan's echoed request shows it for other pricing kinds): the defaults.
+    owned: OwnedCostIn | None = None
     mixing: MixingIn = msgspec.field(default_factory=MixingIn)
     allow_marketplaces: Annotated[
         bool,
@@ -212,7 +213,7 @@ class ConstraintsIn(WireIn, kw_only=True):
     ] = False
 
     def to_draft(self) -> ConstraintsDraft:
-        o = self.owned
+        o = self.owned if self.owned is not None else OwnedCostIn()
         return ConstraintsDraft(
             gpus=tuple(self.gpus) if self.gpus is not None else None,
             exclude_gpus=tuple(self.exclude_gpus),

@@ -187,6 +187,7 @@ def test_card_prices_from_the_command_line_and_the_body_agree() -> None:
         }
     )
     owned = flat.constraints.owned
+    assert owned is not None
     assert owned.card_usd == {"l4": 2500.0, "t4": 900.5}
     assert owned.usd_per_kwh == 0.2 and owned.usd_per_kwh_by_gpu == {"l4": 0.3}
     with pytest.raises(InvalidInput) as caught:
