@@ -1,7 +1,10 @@
-"""Helpers for migrations that add a ``GpuSpec`` field (the steps are in CONTRIBUTING.md).
+"""Helpers for migrations that write the catalog.
 
-A migration adds the column with ``op.add_column`` (the type spelt out, as Alembic writes it),
-then calls ``fill_gpu_column`` to give the bundled GPUs their ``service/data/gpus.csv`` values.
+A migration that adds a ``GpuSpec`` field (the steps are in CONTRIBUTING.md) adds the column
+with ``op.add_column`` (the type spelt out, as Alembic writes it), then calls
+``fill_gpu_column`` to give the bundled GPUs their ``service/data/gpus.csv`` values. A
+migration that seeds prices moves the revision on with ``next_catalog_revision`` and appends
+its rows with ``insert_new_prices``.
 """
 
 from __future__ import annotations
@@ -10,10 +13,47 @@ from datetime import UTC, datetime
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from service.store.csv_format import bundled_text, parse_gpus_csv
-from service.store.models import GpuRow
+from service.store.models import GpuRow, PricePointRow
 from service.store.rows import gpu_to_row_values
+
+# What makes a price observation the same one: a seed never stores it twice.
+_PRICE_IDENTITY = ["gpu_id", "provider", "region", "kind", "instance_type", "observed_at"]
+
+_STATE = sa.table(
+    "catalog_state",
+    sa.column("id", sa.Integer()),
+    sa.column("revision", sa.BigInteger()),
+    sa.column("updated_at", GpuRow.__table__.c["updated_at"].type),
+)
+
+
+def next_catalog_revision(bind: sa.Connection, now: datetime) -> int:
+    """Move the catalog revision on by one (one catalog write: cached plans are re-keyed) and
+    return the new revision, which the rows this write stores carry."""
+    current = bind.scalar(sa.select(_STATE.c.revision).where(_STATE.c.id == 1))
+    revision = int(current or 0) + 1
+    bind.execute(_STATE.update().where(_STATE.c.id == 1).values(revision=revision, updated_at=now))
+    return revision
+
+
+def insert_new_prices(bind: sa.Connection, values: list[dict[str, object]], chunk: int) -> int:
+    """Append price rows in chunks, skipping observations already stored (history is
+    append-only); the number inserted."""
+    insert = pg_insert if bind.dialect.name == "postgresql" else sqlite_insert
+    inserted = 0
+    for start in range(0, len(values), chunk):
+        stmt = (
+            insert(PricePointRow)
+            .values(values[start : start + chunk])
+            .on_conflict_do_nothing(index_elements=_PRICE_IDENTITY)
+            .returning(PricePointRow.id)
+        )
+        inserted += len(bind.execute(stmt).all())
+    return inserted
 
 
 def fill_gpu_column(name: str) -> None:
@@ -28,16 +68,8 @@ def fill_gpu_column(name: str) -> None:
         sa.column("revision", sa.BigInteger()),
         sa.column("updated_at", GpuRow.__table__.c["updated_at"].type),
     )
-    state = sa.table(
-        "catalog_state",
-        sa.column("id", sa.Integer()),
-        sa.column("revision", sa.BigInteger()),
-        sa.column("updated_at", GpuRow.__table__.c["updated_at"].type),
-    )
     bind = op.get_bind()
-    revision = bind.scalar(sa.select(state.c.revision).where(state.c.id == 1))
-    revision = int(revision or 0) + 1
-    bind.execute(state.update().where(state.c.id == 1).values(revision=revision, updated_at=now))
+    revision = next_catalog_revision(bind, now)
     for gpu in parse_gpus_csv(bundled_text("gpus.csv")):
         value = gpu_to_row_values(gpu, revision=revision, updated_at=now)[name]
         bind.execute(

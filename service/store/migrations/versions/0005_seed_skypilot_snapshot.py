@@ -17,11 +17,10 @@ from datetime import UTC, datetime
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from service.store.csv_format import bundled_text, parse_gpus_csv
-from service.store.models import CatalogStateRow, GpuRow, PriceImportRow, PricePointRow
+from service.store.migrations.backfill import insert_new_prices, next_catalog_revision
+from service.store.models import GpuRow, PriceImportRow
 from service.store.rows import gpu_to_row_values, price_to_row_values
 from service.store.skypilot_seed import bundled_imports
 
@@ -30,20 +29,13 @@ down_revision = "0004"
 branch_labels = None
 depends_on = None
 
-_IDENTITY = ["gpu_id", "provider", "region", "kind", "instance_type", "observed_at"]
 _CHUNK = 500
 
 
 def upgrade() -> None:
     bind = op.get_bind()
     now = datetime.now(UTC)
-    current = bind.scalar(sa.select(CatalogStateRow.revision).where(CatalogStateRow.id == 1))
-    new_revision = int(current or 0) + 1
-    bind.execute(
-        sa.update(CatalogStateRow)
-        .where(CatalogStateRow.id == 1)
-        .values(revision=new_revision, updated_at=now)
-    )
+    new_revision = next_catalog_revision(bind, now)
     gpus = {g.id: g for g in parse_gpus_csv(bundled_text("gpus.csv"))}
     present_ids = set(bind.scalars(sa.select(GpuRow.id)).all())
     columns = {c["name"] for c in sa.inspect(bind).get_columns("gpus")}
@@ -58,21 +50,12 @@ def upgrade() -> None:
     ]
     if missing:
         op.bulk_insert(GpuRow.__table__, missing)
-    insert = pg_insert if bind.dialect.name == "postgresql" else sqlite_insert
     for item in bundled_imports(gpus):
         values = [
             price_to_row_values(p, revision=new_revision, ingested_at=now)
             for p in item.parsed.points
         ]
-        inserted = 0
-        for start in range(0, len(values), _CHUNK):
-            stmt = (
-                insert(PricePointRow)
-                .values(values[start : start + _CHUNK])
-                .on_conflict_do_nothing(index_elements=_IDENTITY)
-                .returning(PricePointRow.id)
-            )
-            inserted += len(bind.execute(stmt).all())
+        inserted = insert_new_prices(bind, values, _CHUNK)
         bind.execute(
             sa.insert(PriceImportRow).values(
                 format="skypilot",
