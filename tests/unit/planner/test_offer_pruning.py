@@ -6,16 +6,17 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import cache
+from typing import Any
 
 import pytest
 
 from service.domain.catalog import CatalogSnapshot, PricePoint
-from service.domain.llm import resolve_model
 from service.domain.perfmodel import Slo
-from service.domain.planner import PlanConstraints, PlanRequest, WorkloadBucket, plan
+from service.domain.planner import PlanRequest, WorkloadBucket, plan
 from service.domain.planner.candidates import build_candidates
 from service.domain.planner.offers import Offer, cheapest_per_shape
 from service.usecases.seed_catalog import seed_snapshot
+from tests.support.plan_requests import plan_request
 
 WHEN = datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -40,16 +41,15 @@ def snapshot() -> CatalogSnapshot:
     return seed_snapshot()
 
 
-def request(model: str, qps: float, **constraints: object) -> PlanRequest:
-    return PlanRequest(
-        model=resolve_model(model),
+def request(model: str, qps: float, **constraints: Any) -> PlanRequest:
+    return plan_request(
+        model=model,
+        qps=qps,
         precision="fp8",
         kv_precision="fp8",
-        engine="vllm",
-        qps=qps,
         buckets=(WorkloadBucket("b0", 0.6, 512, 128), WorkloadBucket("b1", 0.4, 4000, 300)),
         slo=Slo(ttft_ms=2000, tpot_ms=60, e2e_ms=None, percentile=95),
-        constraints=PlanConstraints(**constraints),  # type: ignore[arg-type]
+        **constraints,
     )
 
 

@@ -17,21 +17,18 @@ from service.api.schemas.plan_fields import plan_request_from_flat
 from service.api.schemas.plan_request import PlanRequestIn
 from service.domain.catalog import CatalogSnapshot, latest_per_offer
 from service.domain.errors import InvalidInput, UnknownGpu
-from service.domain.llm import resolve_model
-from service.domain.perfmodel import Slo
 from service.domain.planner import (
     ConstraintsDraft,
     OwnedCost,
-    PlanConstraints,
     PlanDraft,
     PlanRequest,
-    WorkloadBucket,
     WorkloadDraft,
     canonical_document,
     canonical_request,
     plan,
 )
 from service.store.csv_format import bundled_text, parse_gpus_csv, parse_prices_csv
+from tests.support.plan_requests import plan_request
 
 DATA = Path(__file__).resolve().parents[3] / "service" / "data"
 
@@ -44,16 +41,7 @@ def snapshot() -> CatalogSnapshot:
 
 
 def request(**constraints: Any) -> PlanRequest:
-    return PlanRequest(
-        model=resolve_model("llama-3.1-8b"),
-        precision="bf16",
-        kv_precision="bf16",
-        engine="vllm",
-        qps=5.0,
-        buckets=(WorkloadBucket("b0", 1.0, 512, 128),),
-        slo=Slo(ttft_ms=2000, tpot_ms=80, e2e_ms=None, percentile=95),
-        constraints=PlanConstraints(**constraints),
-    )
+    return plan_request(**constraints)
 
 
 def draft(constraints: ConstraintsDraft) -> PlanDraft:

@@ -7,6 +7,7 @@ import random
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import cache
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,12 +19,12 @@ from service.domain.perfmodel import Deployment, RequestShape, Slo, max_qps_unde
 from service.domain.planner import (
     MixingPolicy,
     Plan,
-    PlanConstraints,
     PlanRequest,
     WorkloadBucket,
     plan,
 )
 from service.store.csv_format import bundled_text, parse_gpus_csv, parse_prices_csv
+from tests.support.plan_requests import plan_request
 
 DEFAULT_SLO = Slo(ttft_ms=2000, tpot_ms=50, e2e_ms=None, percentile=95)
 NO_POLICY = MixingPolicy(max_gpu_types=0, min_mix_savings_percent=0.0, allow_mixed_vendors=True)
@@ -48,22 +49,20 @@ def request(
     slo: Slo = DEFAULT_SLO,
     budget: float | None = None,
     precision: str = "bf16",
-    **constraints: object,
+    **constraints: Any,
 ) -> PlanRequest:
     """A request with no headroom and no mixing policy unless given (the tests below check
     capacity arithmetic and cost laws; the defaults have tests of their own)."""
     constraints.setdefault("headroom", 0.0)
     constraints.setdefault("mixing", NO_POLICY)
-    return PlanRequest(
-        model=resolve_model(model),
-        precision=precision,  # type: ignore[arg-type]
-        kv_precision="bf16",
-        engine="vllm",
+    return plan_request(
+        model=model,
         qps=qps,
         buckets=buckets,
         slo=slo,
-        budget_usd_per_hour=budget,
-        constraints=PlanConstraints(**constraints),  # type: ignore[arg-type]
+        budget=budget,
+        precision=precision,
+        **constraints,
     )
 
 

@@ -12,16 +12,12 @@ from typing import Any
 import pytest
 
 from service.domain.catalog import CatalogSnapshot
-from service.domain.llm import resolve_model
-from service.domain.perfmodel import Slo
 from service.domain.planner import (
     ConstraintsDraft,
-    PlanConstraints,
     PlanDefaults,
     PlanDraft,
     PlanPolicy,
     PlanRequest,
-    WorkloadBucket,
     WorkloadDraft,
     canonical_document,
     canonical_request,
@@ -31,6 +27,7 @@ from service.domain.planner import (
 from service.domain.providers import DEFAULT_PROVIDERS, allowed_by_policy, provider_kind
 from service.settings import SettingsError, load_settings
 from service.usecases.seed_catalog import seed_snapshot
+from tests.support.plan_requests import plan_request
 
 
 @cache
@@ -39,17 +36,7 @@ def snapshot() -> CatalogSnapshot:
 
 
 def request(policy: PlanPolicy | None = None, **constraints: Any) -> PlanRequest:
-    return PlanRequest(
-        model=resolve_model("llama-3.1-8b"),
-        precision="bf16",
-        kv_precision="bf16",
-        engine="vllm",
-        qps=20.0,
-        buckets=(WorkloadBucket("b0", 1.0, 512, 128),),
-        slo=Slo(ttft_ms=2000, tpot_ms=80, e2e_ms=None, percentile=95),
-        constraints=PlanConstraints(**constraints),
-        policy=policy or PlanPolicy(),
-    )
+    return plan_request(qps=20.0, policy=policy, **constraints)
 
 
 def kinds(p: Any) -> set[str]:
