@@ -17,7 +17,7 @@ from litestar.openapi.spec import Operation
 from litestar.params import PathParameter, QueryParameter
 from litestar.status_codes import HTTP_200_OK
 
-from service.api.controllers.plans import query_problem
+from service.api.controllers.plans import PlanIdParam, query_problem
 from service.api.flat_query import accepts_query
 from service.api.headers import catalog_headers
 from service.api.openapi_docs import json_body, problems
@@ -123,9 +123,7 @@ class CurvesController(Controller):
         self,
         curves: NamedDependency[CurvesService],
         request: Request[Any, Any, Any],
-        plan_id: Annotated[
-            str, PathParameter(pattern=r"^[0-9a-f]{32}$", description="From a plan's `plan_id`.")
-        ],
+        plan_id: PlanIdParam,
         chart: ChartParam,
         theme: ThemeParam = "light",
     ) -> Response[CurveOut]:

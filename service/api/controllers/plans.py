@@ -37,6 +37,9 @@ from service.domain.errors import DomainError
 from service.domain.planner import PlanDraft
 from service.usecases.planning import PlanningService, UnknownPlan
 
+PlanIdParam = Annotated[
+    str, PathParameter(pattern=r"^[0-9a-f]{32}$", description="From a plan's `plan_id`.")
+]
 FormatParam = Annotated[
     Format | None,
     QueryParameter(
@@ -183,9 +186,7 @@ class PlansController(Controller):
         self,
         planning: NamedDependency[PlanningService],
         request: Request[Any, Any, Any],
-        plan_id: Annotated[
-            str, PathParameter(pattern=r"^[0-9a-f]{32}$", description="From a plan's `plan_id`.")
-        ],
+        plan_id: PlanIdParam,
         format: FormatParam = None,
     ) -> Response[PlanOut]:
         """The stored plan with the catalog revision it was solved at. 404 once it has expired
