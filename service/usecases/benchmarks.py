@@ -22,7 +22,6 @@ from service.domain.catalog import CatalogSnapshot
 from service.domain.errors import InvalidInput
 from service.store.benchmarks import BenchmarkRepository
 from service.usecases.catalog_state import CatalogState
-from service.usecases.errors import ServiceUnavailable, with_database
 
 T = TypeVar("T")
 FILENAME_MAX = 255
@@ -120,10 +119,4 @@ class BenchmarkService:
         return await self._db(self._repo.imports, "reading benchmark imports")
 
     async def _db(self, call: Callable[[], Awaitable[T]], what: str) -> T:
-        if self._state.known_down:
-            raise ServiceUnavailable(f"{what}: the catalog database is unreachable")
-        try:
-            return await with_database(call(), self._timeout, what)
-        except ServiceUnavailable as exc:
-            self._state.report_failure(exc)
-            raise
+        return await self._state.call_database(call, self._timeout, what)

@@ -38,7 +38,7 @@ from service.domain.vocabulary import ENGINES, Engine
 from service.store.benchmarks import BenchmarkRepository
 from service.store.profiles import ProfileRepository
 from service.usecases.catalog_state import CatalogState
-from service.usecases.errors import ServiceUnavailable, with_database
+from service.usecases.errors import with_database
 
 T = TypeVar("T")
 QUICK_S = 1.0
@@ -217,13 +217,7 @@ class CalibrationService:
             self._jobs.popitem(last=False)
 
     async def _db(self, call: Callable[[], Awaitable[T]], what: str) -> T:
-        if self._state.known_down:
-            raise ServiceUnavailable(f"{what}: the catalog database is unreachable")
-        try:
-            return await with_database(call(), self._timeout, what)
-        except ServiceUnavailable as exc:
-            self._state.report_failure(exc)
-            raise
+        return await self._state.call_database(call, self._timeout, what)
 
 
 class ProfileResolver:
@@ -254,15 +248,11 @@ class ProfileResolver:
         if chosen is None or chosen.strip() == REFERENCE:
             return None
         name, version = parse_spec(chosen)
-        if self._state.known_down:
-            raise ServiceUnavailable("reading a calibration profile: the database is unreachable")
-        try:
-            found = await with_database(
-                self._profiles.get(name, version), self._timeout, "reading a calibration profile"
-            )
-        except ServiceUnavailable as exc:
-            self._state.report_failure(exc)
-            raise
+        found = await self._state.call_database(
+            lambda: self._profiles.get(name, version),
+            self._timeout,
+            "reading a calibration profile",
+        )
         if found is None and spec is not None:
             names = await with_database(self._profiles.names(), self._timeout, "reading")
             shown = name if version is None else f"{name}@v{version}"

@@ -20,7 +20,7 @@ from service.domain.catalog import (
 )
 from service.store.repositories import CatalogRepository
 from service.usecases.catalog_state import CatalogState
-from service.usecases.errors import OUTAGES, ServiceUnavailable, with_database
+from service.usecases.errors import OUTAGES, ServiceUnavailable
 
 T = TypeVar("T")
 
@@ -152,16 +152,8 @@ class CatalogService:
     async def _db(
         self, call: Callable[[], Awaitable[T]], what: str, *, timeout_s: float | None = None
     ) -> T:
-        """A repository call under the timeout; an outage is reported to the catalog state
-        (answers turn stale at once) and becomes ``ServiceUnavailable``. While the database
-        is known to be down the call is not made: ``ServiceUnavailable`` at once."""
-        if self._state.known_down:
-            raise ServiceUnavailable(f"{what}: the catalog database is unreachable")
-        try:
-            return await with_database(call(), timeout_s or self._timeout, what)
-        except ServiceUnavailable as exc:
-            self._state.report_failure(exc)
-            raise
+        """A repository call under the catalog state's outage guard."""
+        return await self._state.call_database(call, timeout_s or self._timeout, what)
 
 
 def _listing(snapshot: CatalogSnapshot, gpu: GpuSpec) -> GpuListing:

@@ -26,12 +26,15 @@ import asyncio
 import contextlib
 import logging
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from service.domain.catalog import CatalogSnapshot
-from service.usecases.errors import OUTAGES, ServiceUnavailable, failure_name
+from service.usecases.errors import OUTAGES, ServiceUnavailable, failure_name, with_database
+
+T = TypeVar("T")
 
 log = logging.getLogger("gpuplan.catalog")
 
@@ -166,6 +169,20 @@ class CatalogState:
         """Any caller that saw the database fail reports it, so answers are marked stale at
         once rather than at the next poll (the poll marks it reachable again)."""
         self._mark_down(exc)
+
+    async def call_database(
+        self, call: Callable[[], Awaitable[T]], timeout_s: float, what: str
+    ) -> T:
+        """A repository call under the timeout; an outage is reported here (answers turn stale
+        at once) and becomes ``ServiceUnavailable``. While the database is known to be down the
+        call is not made: ``ServiceUnavailable`` at once."""
+        if self.known_down:
+            raise ServiceUnavailable(f"{what}: the catalog database is unreachable")
+        try:
+            return await with_database(call(), timeout_s, what)
+        except ServiceUnavailable as exc:
+            self.report_failure(exc)
+            raise
 
     def advance(self, revision: int) -> None:
         """Record that the catalog reached ``revision`` (called right after a committed write)."""

@@ -22,7 +22,6 @@ from service.store.repositories import CatalogRepository, PriceImportRecord
 from service.store.skypilot_format import parse_skypilot_csv
 from service.store.skypilot_seed import content_sha256
 from service.usecases.catalog_state import CatalogState
-from service.usecases.errors import ServiceUnavailable, with_database
 
 T = TypeVar("T")
 
@@ -145,10 +144,4 @@ class PriceImportService:
         return result
 
     async def _db(self, call: Callable[[], Awaitable[T]], what: str) -> T:
-        if self._state.known_down:
-            raise ServiceUnavailable(f"{what}: the catalog database is unreachable")
-        try:
-            return await with_database(call(), self._timeout, what)
-        except ServiceUnavailable as exc:
-            self._state.report_failure(exc)
-            raise
+        return await self._state.call_database(call, self._timeout, what)
