@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.operations import Operations
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, TextClause, bindparam, text
 
+from service.store.csv_format import bundled_text, parse_prices_csv
 from service.store.database import create_engine
 from service.store.migrate import current_revision, head_revision, upgrade
-from service.store.migrations.backfill import fill_gpu_column
+from service.store.migrations.backfill import append_bundled_prices, fill_gpu_column
 from service.store.models import Base
 from tests.support.seed import hand_entered_count, seeded_gpu_count, seeded_price_count
 
@@ -98,7 +101,14 @@ async def test_a_new_spec_column_is_filled_from_the_bundled_csv(empty_database_u
         await engine.dispose()
 
 
-SNAPSHOT_GPUS = ("a40", "rtx-a4500", "rtx-a5000", "gh200", "p4")  # no prices.csv rows
+# GPUs gpus.csv gained for the SkyPilot snapshot; those prices.csv has no row for can be taken
+# out of a database seeded by 0002 (price_points is append-only, so a priced GPU cannot).
+ADDED_FOR_SNAPSHOT = ("a40", "rtx-a4500", "rtx-a5000", "gh200", "p4")
+SNAPSHOT_GPUS = tuple(
+    g
+    for g in ADDED_FOR_SNAPSHOT
+    if g not in {p.gpu_id for p in parse_prices_csv(bundled_text("prices.csv"))}
+)
 
 
 async def test_the_snapshot_migration_adds_the_gpus_an_older_seed_lacks(
@@ -106,6 +116,7 @@ async def test_the_snapshot_migration_adds_the_gpus_an_older_seed_lacks(
 ) -> None:
     """A database seeded before the snapshot's GPUs were in gpus.csv gets them from 0005,
     with the revision of that write, and their offers; a re-run inserts nothing twice."""
+    assert SNAPSHOT_GPUS, "every GPU added for the snapshot has a prices.csv row now"
     engine = create_engine(empty_database_url)
     ids = {"ids": list(SNAPSHOT_GPUS)}
 
@@ -169,5 +180,51 @@ async def test_the_price_seed_migration_is_one_catalog_write_and_adds_nothing_tw
         assert after == before + 1
         assert again == count == seeded_price_count()
         assert owned >= 15
+    finally:
+        await engine.dispose()
+
+
+async def test_bringing_a_database_up_to_the_bundled_prices_writes_only_what_it_lacks(
+    empty_database_url: str,
+) -> None:
+    """0009 (``append_bundled_prices``) appends the rows of prices.csv a database lacks as one
+    catalog write; a database seeded from the same file by 0002 lacks none, so nothing is
+    written and the revision stays (no cached plan is re-keyed for nothing)."""
+    engine = create_engine(empty_database_url)
+    header = "gpu_id,provider,region,kind,usd,instance_type,gpus_per_instance,observed_at,source\n"
+    newer = (
+        "l4,street,global,purchase,2400,card,1,2026-11-30T00:00:00Z,https://example.org (test)\n"
+    )
+
+    async def state() -> tuple[int, int]:
+        async with engine.connect() as connection:
+            revision = await connection.scalar(text("SELECT revision FROM catalog_state"))
+            count = await connection.scalar(text("SELECT count(*) FROM price_points"))
+        return int(revision), int(count)
+
+    async def append(csv_text: str) -> int:
+        async with engine.begin() as connection:
+            return await connection.run_sync(
+                lambda c: append_bundled_prices(c, datetime.now(UTC), chunk=10, text=csv_text)
+            )
+
+    try:
+        await upgrade(engine, "0008")
+        before = await state()
+        await upgrade(engine, "0009")
+        assert await state() == before
+        assert before[1] == seeded_price_count()
+        # a row the database lacks: stored once, carrying the one new revision
+        assert await append(header + newer) == 1
+        assert await state() == (before[0] + 1, before[1] + 1)
+        assert await append(header + newer) == 0
+        assert await state() == (before[0] + 1, before[1] + 1)
+        async with engine.connect() as connection:
+            stored = await connection.scalar(
+                text("SELECT revision FROM price_points WHERE observed_at = :t").bindparams(
+                    t=datetime(2026, 11, 30, tzinfo=UTC)
+                )
+            )
+        assert stored == before[0] + 1
     finally:
         await engine.dispose()

@@ -379,7 +379,25 @@ def test_price_columns_in_order() -> None:
 
 
 def test_price_row_count(prices: list[dict[str, str]]) -> None:
-    assert len(prices) == 126
+    assert len(prices) == 142
+
+
+def test_every_gpu_has_a_purchase_price_or_a_documented_reason(
+    prices: list[dict[str, str]], gpus: dict[str, dict[str, str]]
+) -> None:
+    """Each GPU has a dated purchase observation in prices.csv, or a row in
+    purchase_gaps.csv saying why none exists; never both, so a gap closed by a new price is
+    removed from the gaps file."""
+    header, gaps = _read("purchase_gaps.csv")
+    assert header == ["gpu_id", "reason"]
+    purchased = {r["gpu_id"] for r in prices if r["kind"] == "purchase"}
+    explained = {r["gpu_id"]: r["reason"].strip() for r in gaps}
+    assert len(explained) == len(gaps), "a GPU is listed twice in purchase_gaps.csv"
+    assert set(explained) <= set(gpus), set(explained) - set(gpus)
+    assert not purchased & set(explained), purchased & set(explained)
+    assert set(gpus) == purchased | set(explained), set(gpus) - purchased - set(explained)
+    for gpu_id, reason in explained.items():
+        assert len(reason) > 40, (gpu_id, reason)
 
 
 def test_price_rows_are_valid(

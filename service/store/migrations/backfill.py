@@ -4,7 +4,9 @@ A migration that adds a ``GpuSpec`` field (the steps are in CONTRIBUTING.md) add
 with ``op.add_column`` (the type spelt out, as Alembic writes it), then calls
 ``fill_gpu_column`` to give the bundled GPUs their ``service/data/gpus.csv`` values. A
 migration that seeds prices moves the revision on with ``next_catalog_revision`` and appends
-its rows with ``insert_new_prices``.
+its rows with ``insert_new_prices``; one that brings a database up to the bundled
+``prices.csv`` calls ``append_bundled_prices``, which writes (and moves the revision) only when
+the database lacks a row.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from alembic import op
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from service.store.csv_format import bundled_text, parse_gpus_csv
+from service.store.csv_format import bundled_text, parse_gpus_csv, parse_prices_csv
 from service.store.models import GpuRow, PricePointRow
-from service.store.rows import gpu_to_row_values
+from service.store.rows import gpu_to_row_values, price_to_row_values
 
 # What makes a price observation the same one: a seed never stores it twice.
 _PRICE_IDENTITY = ["gpu_id", "provider", "region", "kind", "instance_type", "observed_at"]
@@ -31,13 +33,36 @@ _STATE = sa.table(
 )
 
 
+def _current_revision(bind: sa.Connection) -> int:
+    return int(bind.scalar(sa.select(_STATE.c.revision).where(_STATE.c.id == 1)) or 0)
+
+
+def _set_revision(bind: sa.Connection, revision: int, now: datetime) -> None:
+    bind.execute(_STATE.update().where(_STATE.c.id == 1).values(revision=revision, updated_at=now))
+
+
 def next_catalog_revision(bind: sa.Connection, now: datetime) -> int:
     """Move the catalog revision on by one (one catalog write: cached plans are re-keyed) and
     return the new revision, which the rows this write stores carry."""
-    current = bind.scalar(sa.select(_STATE.c.revision).where(_STATE.c.id == 1))
-    revision = int(current or 0) + 1
-    bind.execute(_STATE.update().where(_STATE.c.id == 1).values(revision=revision, updated_at=now))
+    revision = _current_revision(bind) + 1
+    _set_revision(bind, revision, now)
     return revision
+
+
+def append_bundled_prices(
+    bind: sa.Connection, now: datetime, chunk: int, text: str | None = None
+) -> int:
+    """Append the observations of the bundled ``prices.csv`` (or of ``text`` in its format)
+    that the database lacks, as one catalog write carrying the next revision; the number
+    appended. When every row is stored already (a database seeded from this very file by
+    0002) nothing is written and the revision stays: no plan is re-keyed for nothing."""
+    revision = _current_revision(bind) + 1
+    points = parse_prices_csv(text if text is not None else bundled_text("prices.csv"))
+    values = [price_to_row_values(p, revision=revision, ingested_at=now) for p in points]
+    inserted = insert_new_prices(bind, values, chunk)
+    if inserted:
+        _set_revision(bind, revision, now)
+    return inserted
 
 
 def insert_new_prices(bind: sa.Connection, values: list[dict[str, object]], chunk: int) -> int:

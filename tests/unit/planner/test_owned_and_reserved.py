@@ -52,14 +52,24 @@ def draft(constraints: ConstraintsDraft) -> PlanDraft:
     )
 
 
-def purchase_rows() -> list[dict[str, str]]:
+def price_rows() -> list[dict[str, str]]:
     with (DATA / "prices.csv").open(newline="") as f:
-        return [r for r in csv.DictReader(f) if r["kind"] == "purchase"]
+        return list(csv.DictReader(f))
+
+
+def purchase_rows() -> list[dict[str, str]]:
+    return [r for r in price_rows() if r["kind"] == "purchase"]
+
+
+def purchase_gaps() -> dict[str, str]:
+    """GPUs the catalog has no purchase price for, with the documented reason."""
+    with (DATA / "purchase_gaps.csv").open(newline="") as f:
+        return {r["gpu_id"]: r["reason"] for r in csv.DictReader(f)}
 
 
 def test_every_purchase_row_is_dated_and_says_what_its_price_is() -> None:
     rows = purchase_rows()
-    assert len({r["gpu_id"] for r in rows}) >= 15
+    assert len({r["gpu_id"] for r in rows}) >= 29
     for row in rows:
         assert row["source"].startswith("http"), row
         assert row["observed_at"][:4].isdigit(), row
@@ -80,22 +90,68 @@ def test_every_purchase_row_is_dated_and_says_what_its_price_is() -> None:
 
 
 def test_a_card_price_given_in_the_request_prices_a_gpu_the_catalog_cannot() -> None:
-    # The L4 has no purchase price in the catalog: refused without one, planned with one.
-    assert not any(p.gpu_id == "l4" and p.kind == "purchase" for p in snapshot().prices)
-    without = plan(request(gpus=("l4",), pricing="owned"), snapshot())
+    # The A10G is sold only inside AWS instances: no purchase price, a documented gap.
+    assert not any(p.gpu_id == "a10g" and p.kind == "purchase" for p in snapshot().prices)
+    assert "a10g" in purchase_gaps()
+    without = plan(request(gpus=("a10g",), pricing="owned"), snapshot())
     assert without.status == "no_price"
     assert [r.code for r in without.rejected] == ["no_price"]
-    assert "no owned price for l4" in without.rejected[0].reason
+    assert "no owned price for a10g" in without.rejected[0].reason
     assert "card_usd" in without.rejected[0].reason
-    owned = OwnedCost(card_usd=(("l4", 2500.0),), usd_per_kwh_by_gpu=(("l4", 0.30),))
-    given = plan(request(gpus=("l4",), pricing="owned", owned=owned), snapshot())
+    owned = OwnedCost(card_usd=(("a10g", 2500.0),), usd_per_kwh_by_gpu=(("a10g", 0.30),))
+    given = plan(request(gpus=("a10g",), pricing="owned", owned=owned), snapshot())
     assert given.status == "optimal" and given.fleet is not None
     line = given.fleet.lines[0]
     assert line.provider == "request" and line.provider_kind == "purchase"
-    # amortised card plus power at the L4's 72 W x PUE 1.3 x its own 0.30 USD/kWh
+    # amortised card plus power at the A10G's 300 W x PUE 1.3 x its own 0.30 USD/kWh
     assert line.usd_per_hour / line.cards == pytest.approx(
-        2500.0 / (36 * 730) + 72 * 1.3 * 0.30 / 1000
+        2500.0 / (36 * 730) + 300 * 1.3 * 0.30 / 1000
     )
+
+
+def test_an_owned_plan_is_costed_at_a_newly_added_catalog_purchase_price() -> None:
+    # The L4 was once refused for owned pricing; its dated listing price now costs the plan.
+    (row,) = [r for r in purchase_rows() if r["gpu_id"] == "l4"]
+    p = plan(request(gpus=("l4",), pricing="owned"), snapshot())
+    assert p.status == "optimal" and p.fleet is not None
+    line = p.fleet.lines[0]
+    assert (line.provider, line.provider_kind, line.instance_type) == (
+        "street",
+        "purchase",
+        row["instance_type"],
+    )
+    assert line.price_observed_at is not None
+    assert line.price_observed_at.isoformat()[:10] == row["observed_at"][:10]
+    cost = OwnedCost()
+    (l4,) = [g for g in snapshot().gpus if g.id == "l4"]
+    assert l4.tdp_w is not None
+    amortised = float(row["usd"]) / (cost.amortization_months * 730)
+    power = l4.tdp_w * cost.pue * cost.kwh_price("l4") / 1000
+    assert line.usd_per_hour / line.cards == pytest.approx(amortised + power)
+
+
+def test_a_reserved_plan_uses_a_newly_covered_instance_family() -> None:
+    # AWS p5 (8 x H100 SXM) has a published 1-year rate; before it, only CoreWeave's did.
+    (row,) = [
+        r
+        for r in price_rows()
+        if r["provider"] == "aws" and r["kind"] == "reserved_1y" and r["gpu_id"] == "h100-sxm"
+    ]
+    p = plan(request(gpus=("h100-sxm",), pricing="reserved_1y", providers=("aws",)), snapshot())
+    assert p.status == "optimal" and p.fleet is not None
+    (line,) = p.fleet.lines
+    assert (line.provider, line.instance_type, line.pricing) == (
+        "aws",
+        row["instance_type"],
+        "reserved_1y",
+    )
+    # billed by the whole 8-GPU instance at the per-GPU reserved rate
+    assert line.cards % int(row["gpus_per_instance"]) == 0
+    assert line.usd_per_hour == pytest.approx(line.cards * float(row["usd"]))
+    # the 3-year term is still not published for it: said per GPU, not an SLO failure
+    three = plan(request(gpus=("h100-sxm",), pricing="reserved_3y", providers=("aws",)), snapshot())
+    assert three.status == "no_price"
+    assert [r.code for r in three.rejected] == ["no_price"]
 
 
 def test_a_request_card_price_replaces_the_catalogs_for_that_gpu_only() -> None:
