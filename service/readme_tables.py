@@ -1,5 +1,6 @@
 """README tables generated from committed data: the performance model's leave-one-source-out
-accuracy, as ``bench/calibrate.py`` last measured it (``constants.FIT_REPORT``).
+accuracy, as ``bench/calibrate.py`` last measured it (``constants.FIT_REPORT``), and the
+purchase and reserved prices per GPU of the seed catalog (``service.readme_price_coverage``).
 
 A generated table sits between two HTML comments::
 
@@ -18,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from service.domain.perfmodel.constants import FIT_REPORT
+from service.readme_price_coverage import bundled_price_coverage
 
 ENGINE_LABELS = {
     "trtllm": "TensorRT-LLM",
@@ -125,6 +127,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "accuracy-by-engine": accuracy_by_engine,
     "throughput-by-gpu": throughput_by_gpu,
     "accuracy-notes": accuracy_notes,
+    "price-coverage": bundled_price_coverage,
 }
 
 

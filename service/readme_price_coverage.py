@@ -1,0 +1,69 @@
+"""The README's table of purchase and reserved prices per GPU, from the bundled seed files:
+``service/data/prices.csv`` (the observations) and ``service/data/purchase_gaps.csv`` (why a
+GPU has no purchase price). ``service.readme_tables`` writes it into the ``price-coverage``
+block, so ``make readme`` refreshes it and a test fails when it drifts from the data.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping, Sequence
+
+from service.domain.catalog import GpuSpec, PricePoint, latest_per_offer
+from service.store.csv_format import bundled_text, parse_gpus_csv, parse_prices_csv
+
+RESERVED = ("reserved_1y", "reserved_3y")
+
+
+def purchase_gaps(text: str) -> dict[str, str]:
+    """``purchase_gaps.csv`` text as {gpu id: why the catalog has no purchase price}."""
+    return {r["gpu_id"].strip(): r["reason"].strip() for r in csv.DictReader(io.StringIO(text))}
+
+
+def _sentence(text: str) -> str:
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def _money(usd: float) -> str:
+    return f"${usd:,.0f}" if usd >= 100 else f"${usd:,.2f}"
+
+
+def _reserved(points: Sequence[PricePoint], kind: str) -> str:
+    offers = sorted((p for p in points if p.kind == kind), key=lambda p: (p.usd, p.provider))
+    return ", ".join(f"{p.provider} {p.instance_type} {_money(p.usd)}/GPU-h" for p in offers) or "-"
+
+
+def price_coverage(
+    gpus: Sequence[GpuSpec], prices: Sequence[PricePoint], gaps: Mapping[str, str]
+) -> str:
+    """One row per GPU in catalog order: the purchase price an ``owned`` plan is costed at (the
+    cheapest current purchase offer, with its observation date) and the current reserved
+    offers; then, for each GPU without a purchase price, the documented reason."""
+    current = latest_per_offer(list(prices))
+    lines = [
+        "| GPU | owned: USD per card (observed) | reserved 1 year | reserved 3 years |",
+        "| --- | ---: | --- | --- |",
+    ]
+    for gpu in gpus:
+        own = [p for p in current if p.gpu_id == gpu.id]
+        bought = min((p for p in own if p.kind == "purchase"), key=lambda p: p.usd, default=None)
+        card = (
+            f"{_money(bought.usd)} ({bought.observed_at:%Y-%m-%d})"
+            if bought is not None
+            else "none (below)"
+        )
+        one_year, three_years = (_reserved(own, kind) for kind in RESERVED)
+        lines.append(f"| `{gpu.id}` | {card} | {one_year} | {three_years} |")
+    lines.append("")
+    lines.extend(f"- `{gpu.id}`: {_sentence(gaps[gpu.id])}" for gpu in gpus if gpu.id in gaps)
+    return "\n".join(lines) + "\n"
+
+
+def bundled_price_coverage() -> str:
+    """``price_coverage`` of the bundled seed files."""
+    return price_coverage(
+        parse_gpus_csv(bundled_text("gpus.csv")),
+        parse_prices_csv(bundled_text("prices.csv")),
+        purchase_gaps(bundled_text("purchase_gaps.csv")),
+    )
