@@ -20,6 +20,7 @@ from service.domain.errors import InvalidInput, UnknownGpu
 from service.domain.planner import (
     ConstraintsDraft,
     OwnedCost,
+    PlanConstraints,
     PlanDraft,
     PlanRequest,
     WorkloadDraft,
@@ -27,6 +28,7 @@ from service.domain.planner import (
     canonical_request,
     plan,
 )
+from service.domain.planner.offers import offers_for
 from service.store.csv_format import bundled_text, parse_gpus_csv, parse_prices_csv
 from tests.support.plan_requests import plan_request
 
@@ -87,6 +89,17 @@ def test_every_purchase_row_is_dated_and_says_what_its_price_is() -> None:
                 "secondary",
             )
         ), row
+
+
+def test_every_gpu_with_a_purchase_row_has_an_owned_offer_and_no_other_does() -> None:
+    snap = snapshot()
+    purchased = {r["gpu_id"] for r in purchase_rows()}
+    gaps = purchase_gaps()
+    for gpu in snap.gpus:
+        offers, why = offers_for(gpu, snap.prices, PlanConstraints(pricing="owned"))
+        assert bool(offers) == (gpu.id in purchased), (gpu.id, why)
+        if not offers:
+            assert gpu.id in gaps and why is not None and "card_usd" in why, gpu.id
 
 
 def test_a_card_price_given_in_the_request_prices_a_gpu_the_catalog_cannot() -> None:
