@@ -31,7 +31,8 @@ class EstimateQuery:
     """One model on one GPU configuration, as asked: ``model`` a preset id or alias or a custom
     model mapping, ``gpu`` an id or alias; ``tensor_parallel`` cards per replica (``None``: the
     smallest that fits); ``concurrency`` a fixed running batch; ``qps`` an arrival rate in
-    requests/s (adds latency percentiles)."""
+    requests/s (adds latency percentiles); ``allow_pcie_tensor_parallel`` (default on, as in
+    plans) lets a replica span more cards than the NVLink domain, all-reducing over PCIe."""
 
     model: str | Mapping[str, Any]
     gpu: str
@@ -44,7 +45,7 @@ class EstimateQuery:
     engine_version: str | None = None
     concurrency: int | None = None
     qps: float | None = None
-    allow_pcie_tensor_parallel: bool = False
+    allow_pcie_tensor_parallel: bool = True
     calibration: str | None = None
 
 

@@ -449,6 +449,7 @@ async def test_estimate_and_models(client: Client) -> None:
     assert est["gpu"] == "a100-sxm-80gb" and est["tensor_parallel"] == 2 and est["fits"]
     one = await client.post("/v1/estimate", json={**body, "tensor_parallel": 1})
     assert one.json()["fits"] is False and "GB" in one.json()["reason"]
+    shape: dict[str, str | int] = {"prompt_tokens": 512, "output_tokens": 128}
     loaded = await client.get(
         "/v1/estimate",
         params={
@@ -460,6 +461,20 @@ async def test_estimate_and_models(client: Client) -> None:
         },
     )
     assert loaded.status_code == 200 and loaded.json()["latency"]["ttft_ms"]["p95"] > 0
+    # A 70B model in fp8 needs two 48 GB L40S: by default over PCIe, as plans do.
+    pcie: dict[str, str | int] = {
+        "model": "llama-3.1-70b",
+        "gpu": "l40s",
+        "precision": "fp8",
+        **shape,
+    }
+    over_pcie = (await client.get("/v1/estimate", params=pcie)).json()
+    assert over_pcie["fits"] and over_pcie["tensor_parallel"] == 2
+    assert any("over PCIe" in a for a in over_pcie["assumptions"])
+    nvlink_only = await client.get(
+        "/v1/estimate", params={**pcie, "allow_pcie_tensor_parallel": "false"}
+    )
+    assert nvlink_only.json()["fits"] is False and nvlink_only.json()["tensor_parallel"] == 1
     models = (await client.get("/v1/models")).json()
     assert models["count"] >= 22
     assert (await client.get("/v1/models/Llama-3.1-70B")).json()["id"] == "llama-3.1-70b"

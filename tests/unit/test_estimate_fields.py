@@ -13,7 +13,7 @@ from service.domain.errors import InvalidInput
 
 def test_flat_values_make_the_same_query_as_the_body() -> None:
     body = {"model": "llama-2-70b", "gpu": "a100", "prompt_tokens": 1024, "output_tokens": 256}
-    flat = {**body, "tensor_parallel": None, "qps": 2.0, "allow_pcie_tensor_parallel": False}
+    flat = {**body, "tensor_parallel": None, "qps": 2.0, "allow_pcie_tensor_parallel": True}
     assert (
         estimate_from_flat(flat).to_query()
         == msgspec.convert({**body, "qps": 2}, EstimateIn).to_query()
@@ -25,6 +25,7 @@ def test_limits_and_defaults_come_from_the_body() -> None:
     assert by_name["tensor_parallel"].limits == {"ge": 1, "le": 72}
     assert by_name["tensor_parallel"].nullable and by_name["tensor_parallel"].default is None
     assert by_name["engine"].default == "vllm"
+    assert by_name["allow_pcie_tensor_parallel"].default is True
     assert by_name["model"].base is str and by_name["model"].limits == {
         "min_length": 1,
         "max_length": 200,

@@ -48,7 +48,13 @@ class EstimateIn(WireIn, kw_only=True):
         ]
         | None
     ) = None
-    allow_pcie_tensor_parallel: bool = False
+    allow_pcie_tensor_parallel: Annotated[
+        bool,
+        Meta(
+            description="Let a replica span more cards than the NVLink domain, all-reducing "
+            "over PCIe (default true, as in plans; false keeps groups within NVLink)."
+        ),
+    ] = True
     calibration: CalibrationSpec | None = None
 
     def to_query(self) -> EstimateQuery:
