@@ -116,7 +116,19 @@ class GpuSpec:
     nvlink_domain: Annotated[
         int, Meta(ge=1, le=4096, description="Most cards one tensor-parallel group may span.")
     ] = 1
-    pcie_gen: Annotated[int, Meta(ge=1, le=8)] = 4
+    pcie_gen: Annotated[
+        int, Meta(ge=1, le=8, description="PCIe generation of the card's host link.")
+    ] = 4
+    pcie_lanes: Annotated[
+        int, Meta(ge=1, le=32, description="Lanes of the card's host PCIe link (x16: 16).")
+    ] = 16
+    pcie_peer_to_peer: Annotated[
+        bool,
+        Meta(
+            description="Cards write into each other's memory over PCIe (false: a tensor-"
+            "parallel all-reduce over PCIe is staged through host memory)."
+        ),
+    ] = True
     form_factor: Annotated[
         str, Meta(min_length=1, max_length=TOKEN_MAX_LENGTH, examples=["SXM", "PCIe"])
     ] = "PCIe"

@@ -14,6 +14,7 @@ from msgspec import Meta
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     DateTime,
@@ -75,9 +76,10 @@ class Base(DeclarativeBase):
 
 def spec_column(name: str, hint: Any) -> Column[Any]:
     """The column of one ``GpuSpec`` field: its type from the annotation (``str`` with a
-    ``max_length`` -> ``VARCHAR(n)``, ``int``, ``float``, ``tuple[str, ...]`` -> JSON), NULL
-    allowed exactly when the field is optional. A type without a mapping is an error naming
-    the field, at import, so a new kind of field cannot reach the database unmapped."""
+    ``max_length`` -> ``VARCHAR(n)``, ``bool``, ``int``, ``float``, ``tuple[str, ...]`` ->
+    JSON), NULL allowed exactly when the field is optional. A type without a mapping is an
+    error naming the field, at import, so a new kind of field cannot reach the database
+    unmapped."""
     base, nullable = hint, False
     if get_origin(base) in (Union, UnionType):
         members = [a for a in get_args(base) if a is not type(None)]
@@ -92,6 +94,8 @@ def spec_column(name: str, hint: Any) -> Column[Any]:
     column_type: TypeEngine[Any]
     if base is str:
         column_type = String(max_length) if max_length else Text()
+    elif base is bool:
+        column_type = Boolean()
     elif base is int:
         column_type = Integer()
     elif base is float:

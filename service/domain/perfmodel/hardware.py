@@ -2,8 +2,8 @@
 
 Everything here is derived from :class:`~service.domain.catalog.GpuSpec` fields (``architecture``,
 ``memory_type``, the tensor-throughput columns, ``interconnect_bandwidth_gbps``,
-``nvlink_domain``, ``pcie_gen``); nothing is looked up by GPU id, so a GPU added to the catalog
-gets a prediction without code changes.
+``nvlink_domain``, ``pcie_gen``, ``pcie_lanes``, ``pcie_peer_to_peer``); nothing is looked up
+by GPU id, so a GPU added to the catalog gets a prediction without code changes.
 
 Calibration groups
 ------------------
@@ -147,9 +147,6 @@ _FLOP_PER_BYTE: dict[str, float] = {
 
 # PCIe x16 bandwidth per direction (GB/s) by generation: 8/16/32/64/128 GT/s lanes.
 PCIE_GBPS_PER_DIRECTION: dict[int, float] = {3: 15.75, 4: 31.5, 5: 63.0, 6: 121.0}
-PCIE_LANES = 16
-"""Lanes of a card's PCIe link: every card in the catalog is an x16 card (datasheets: L4,
-L40S, A10G, T4, RTX and data-centre PCIe parts alike)."""
 PCIE_HOST_STAGING_FACTOR = 2.0
 """Without PCIe peer-to-peer, NCCL stages each chunk through pinned host memory (its SHM
 transport): the sender's DMA into host memory and the receiver's DMA out of it happen one after
@@ -157,7 +154,7 @@ the other for a chunk, so each ring step takes twice the latency and moves data 
 rate of a direct card-to-card write."""
 
 
-def pcie_gbps_per_direction(gen: int, lanes: int = PCIE_LANES) -> float:
+def pcie_gbps_per_direction(gen: int, lanes: int = 16) -> float:
     """GB/s one direction of a PCIe link of generation ``gen`` and ``lanes`` lanes carries:
     the x16 figure of the generation times ``lanes / 16`` (generations past 6 take Gen6's)."""
     x16 = PCIE_GBPS_PER_DIRECTION.get(gen, PCIE_GBPS_PER_DIRECTION[6] if gen > 6 else 15.75)
@@ -165,11 +162,11 @@ def pcie_gbps_per_direction(gen: int, lanes: int = PCIE_LANES) -> float:
 
 
 def pcie_peer_to_peer(gpu: GpuSpec) -> bool:
-    """Whether cards of this kind write into each other's memory over PCIe. NVIDIA's GeForce
-    drivers report no PCIe peer-to-peer (``nvidia-smi topo -p2p r`` answers NS on RTX 3090 and
-    4090; P2P there needs a patched open kernel module), so NCCL stages through host memory;
-    data-centre and workstation cards have it."""
-    return "geforce" not in gpu.name.lower()
+    """Whether cards of this kind write into each other's memory over PCIe: the catalog's
+    ``pcie_peer_to_peer`` (from datasheets and driver reports). NVIDIA's GeForce drivers
+    report none (RTX 3090 and 4090: P2P there needs a patched open kernel module), so NCCL
+    stages through host memory; data-centre and workstation cards have it."""
+    return gpu.pcie_peer_to_peer
 
 
 def memory_bytes(gpu: GpuSpec) -> float:
@@ -384,7 +381,7 @@ def link_plan(gpu: GpuSpec, tp: int, allow_pcie: bool) -> LinkPlan:
     A group fits the scale-up link when ``tp <= gpu.nvlink_domain`` and the card has one
     (``interconnect_bandwidth_gbps > 0``, which is the both-directions figure; one direction is
     half). Otherwise PCIe (:func:`pcie_gbps_per_direction` of the card's generation and
-    :data:`PCIE_LANES`), only when allowed, as a ring, peer to peer or through host memory
+    ``pcie_lanes``), only when allowed, as a ring, peer to peer or through host memory
     (:func:`pcie_peer_to_peer`).
     """
     if tp == 1:
@@ -397,7 +394,7 @@ def link_plan(gpu: GpuSpec, tp: int, allow_pcie: bool) -> LinkPlan:
             per_dir *= (tp - 1) / (domain - 1)
         nvls = topo == "switched" and generation(gpu) in ("hopper", "blackwell")
         return LinkPlan("nvlink", per_dir, "", "", topo, nvls)
-    pcie = pcie_gbps_per_direction(gpu.pcie_gen)
+    pcie = pcie_gbps_per_direction(gpu.pcie_gen, gpu.pcie_lanes)
     p2p = pcie_peer_to_peer(gpu)
     domain = domain if gpu.interconnect_bandwidth_gbps > 0 else 1
     if not allow_pcie:
@@ -413,7 +410,7 @@ def link_plan(gpu: GpuSpec, tp: int, allow_pcie: bool) -> LinkPlan:
     how = "peer to peer" if p2p else "staged through host memory (no peer-to-peer)"
     return LinkPlan(
         "pcie", pcie,
-        f"tensor parallel {tp} all-reduces over PCIe Gen{gpu.pcie_gen} x{PCIE_LANES} "
+        f"tensor parallel {tp} all-reduces over PCIe Gen{gpu.pcie_gen} x{gpu.pcie_lanes} "
         f"({pcie:g} GB/s per direction), {how}",
         "", peer_to_peer=p2p,
     )  # fmt: skip

@@ -2,11 +2,11 @@
 
 A migration that adds a ``GpuSpec`` field (the steps are in CONTRIBUTING.md) adds the column
 with ``op.add_column`` (the type spelt out, as Alembic writes it), then calls
-``fill_gpu_column`` to give the bundled GPUs their ``service/data/gpus.csv`` values. A
-migration that seeds prices moves the revision on with ``next_catalog_revision`` and appends
-its rows with ``insert_new_prices``; one that brings a database up to the bundled
-``prices.csv`` calls ``append_bundled_prices``, which writes (and moves the revision) only when
-the database lacks a row.
+``fill_gpu_column`` (with one or several columns) to give the bundled GPUs their
+``service/data/gpus.csv`` values. A migration that seeds prices moves the revision on with
+``next_catalog_revision`` and appends its rows with ``insert_new_prices``; one that brings a
+database up to the bundled ``prices.csv`` calls ``append_bundled_prices``, which writes (and
+moves the revision) only when the database lacks a row.
 """
 
 from __future__ import annotations
@@ -81,24 +81,26 @@ def insert_new_prices(bind: sa.Connection, values: list[dict[str, object]], chun
     return inserted
 
 
-def fill_gpu_column(name: str) -> None:
-    """Set column ``name`` of every bundled GPU to its value in ``gpus.csv``, as one catalog
-    write: the catalog revision moves on (so cached plans are re-keyed) and the updated rows
-    carry it. GPUs created through the API keep the column's default (or NULL)."""
+def fill_gpu_column(*names: str) -> None:
+    """Set columns ``names`` of every bundled GPU to their values in ``gpus.csv``, as one
+    catalog write: the catalog revision moves on (so cached plans are re-keyed) and the updated
+    rows carry it. GPUs created through the API keep the columns' defaults (or NULL)."""
     now = datetime.now(UTC)
     gpus = sa.table(
         "gpus",
         sa.column("id", sa.String()),
-        sa.column(name, GpuRow.__table__.c[name].type),
+        *(sa.column(name, GpuRow.__table__.c[name].type) for name in names),
         sa.column("revision", sa.BigInteger()),
         sa.column("updated_at", GpuRow.__table__.c["updated_at"].type),
     )
     bind = op.get_bind()
     revision = next_catalog_revision(bind, now)
     for gpu in parse_gpus_csv(bundled_text("gpus.csv")):
-        value = gpu_to_row_values(gpu, revision=revision, updated_at=now)[name]
+        row = gpu_to_row_values(gpu, revision=revision, updated_at=now)
         bind.execute(
             gpus.update()
             .where(gpus.c.id == gpu.id)
-            .values({name: value, "revision": revision, "updated_at": now})
+            .values(
+                {**{name: row[name] for name in names}, "revision": revision, "updated_at": now}
+            )
         )

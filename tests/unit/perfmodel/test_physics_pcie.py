@@ -28,7 +28,7 @@ from tests.unit.planner.test_planner import request, snapshot
 
 CALS = perturbed()
 RELAXED = Slo(ttft_ms=3000, tpot_ms=150, e2e_ms=None, percentile=95)
-GEFORCE = replace(GPUS["l40s"], name="GeForce twin of the L40S")
+GEFORCE = replace(GPUS["l40s"], name="GeForce twin of the L40S", pcie_peer_to_peer=False)
 
 
 def ring(gpu_spec, t: int, cal: Calibration):  # type: ignore[no-untyped-def]
@@ -80,6 +80,50 @@ def test_the_catalogs_geforce_cards_have_no_peer_to_peer() -> None:
     by_id = {g.id: g for g in snapshot().gpus}
     assert not pcie_peer_to_peer(by_id["rtx-4090"])
     assert all(pcie_peer_to_peer(by_id[g]) for g in ("l40s", "l4", "a10g", "rtx-6000-ada"))
+    geforce = {g.id for g in snapshot().gpus if "geforce" in g.name.lower()}
+    assert geforce and {g.id for g in snapshot().gpus if not g.pcie_peer_to_peer} == geforce
+    assert all(g.pcie_lanes == 16 for g in snapshot().gpus)
+
+
+PCIE_CARDS = ("l40s", "l4", "a10g", "rtx-6000-ada", "rtx-4090", "rtx-pro-6000-blackwell", "t4")
+
+
+@pytest.mark.parametrize("cal", CALS, ids=range(len(CALS)))
+@pytest.mark.parametrize("card", PCIE_CARDS)
+@pytest.mark.parametrize("t", [2, 4, 8])
+def test_without_peer_to_peer_the_same_card_is_never_faster(
+    cal: Calibration, card: str, t: int
+) -> None:
+    """The same catalog card with peer-to-peer off and on: every all-reduce size takes at
+    least as long without it, and so does the time per output token of a whole replica."""
+    spec = {g.id: g for g in snapshot().gpus}[card]
+    on, off = replace(spec, pcie_peer_to_peer=True), replace(spec, pcie_peer_to_peer=False)
+    for m in (0.0, 4096.0, 1e6, 1e8):
+        assert allreduce_seconds(ring(off, t, cal), m) >= allreduce_seconds(ring(on, t, cal), m)
+    model = PRESETS["llama-3.1-8b"]
+
+    def tpot(gpu_spec, concurrency: int) -> float:  # type: ignore[no-untyped-def]
+        d = Deployment(gpu_spec, t, "bf16", "bf16", "vllm", allow_pcie_tensor_parallel=True)
+        return estimate(model, d, RequestShape(512, 128), concurrency=concurrency).tpot_ms
+
+    for concurrency in (1, 32):
+        assert tpot(off, concurrency) >= tpot(on, concurrency)
+
+
+@pytest.mark.parametrize("cal", CALS, ids=range(len(CALS)))
+def test_pcie_gen5_x16_tensor_parallel_2_all_reduces_faster_than_gen4_x16(
+    cal: Calibration,
+) -> None:
+    """Two cards over PCIe Gen5 x16 all-reduce faster than over Gen4 x16 at every message size
+    with a byte in it (the step latency is the same), and fewer lanes are slower."""
+    gen4 = replace(GPUS["l40s"], pcie_gen=4, pcie_lanes=16)
+    gen5 = replace(gen4, pcie_gen=5)
+    x8 = replace(gen4, pcie_lanes=8)
+    for m in (4096.0, 1e6, 1e8):
+        assert allreduce_seconds(ring(gen5, 2, cal), m) < allreduce_seconds(ring(gen4, 2, cal), m)
+        assert allreduce_seconds(ring(x8, 2, cal), m) > allreduce_seconds(ring(gen4, 2, cal), m)
+    assert "PCIe Gen5 x16" in link_plan(gen5, 2, True).note
+    assert "PCIe Gen4 x8" in link_plan(x8, 2, True).note
 
 
 @pytest.mark.parametrize("concurrency", [1, 16])
