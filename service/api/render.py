@@ -167,7 +167,28 @@ def plan_text(plan: PlanOut, *, stale: bool = False) -> str:
         lines += _table(["GPU", "CARDS", "USD/H", "USD/MONTH", "FLEET"], rows, {1, 2, 3})
     if plan.rejected:
         lines += ["", "REJECTED"]
-        lines += _table(["GPU", "REASON"], [[r.gpu, r.reason] for r in plan.rejected], set())
+        if any(r.best_tpot_ms is not None for r in plan.rejected):
+            lines += _table(
+                ["GPU", f"BEST TTFT {pct}", f"BEST TPOT {pct}", "REASON"],
+                [
+                    [r.gpu, _num(r.best_ttft_ms, 0), _num(r.best_tpot_ms, 1), r.reason]
+                    for r in plan.rejected
+                ],
+                {1, 2},
+            )
+            lines.append(
+                "(best: the lowest latency in ms each GPU reaches on this workload, at the "
+                "lightest load that counts)"
+            )
+        else:
+            lines += _table(["GPU", "REASON"], [[r.gpu, r.reason] for r in plan.rejected], set())
+    if plan.relaxations:
+        lines += ["", "RELAXATIONS (changes that make the request feasible, cheapest first)"]
+        rows = [
+            [r.kind, _money(r.usd_per_hour), _money(r.usd_per_month), r.summary]
+            for r in plan.relaxations
+        ]
+        lines += _table(["CHANGE", "USD/H", "USD/MONTH", "WHAT"], rows, {1, 2})
     if plan.explanation:
         lines += ["", "WHY"] + [f"- {s}" for s in plan.explanation]
     if plan.assumptions:

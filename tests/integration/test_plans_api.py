@@ -171,6 +171,45 @@ async def test_budget_infeasible_and_as_of(client: Client) -> None:
     assert early.json()["plan_id"] != over.json()["plan_id"]
 
 
+def merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """``changes`` merged into ``base`` object by object (lists and values replaced), as
+    ``jq '.request * .relaxations[0].changes'`` does."""
+    out = dict(base)
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+async def test_an_impossible_tpot_answers_relaxations_that_plan_at_their_cost(
+    client: Client,
+) -> None:
+    """No card reaches a 2 ms TPOT on Llama 3.1 8B: the answer gives each rejected GPU's
+    best latencies and the changes that would work; the plan's echoed request with a
+    relaxation's changes merged in, posted back, is a feasible plan at the stated cost."""
+    body = {**BODY, "slo": {"ttft_ms": 2000, "tpot_ms": 2, "percentile": 95}}
+    answer = (await post_plan(client, body)).json()
+    assert answer["status"] == "infeasible" and answer["fleet"] == []
+    assert all(r["best_tpot_ms"] > 2 for r in answer["rejected"])
+    relaxations = answer["relaxations"]
+    assert relaxations and len(relaxations) <= 5
+    assert [r["usd_per_hour"] for r in relaxations] == sorted(
+        r["usd_per_hour"] for r in relaxations
+    )
+    assert "slo" in {r["kind"] for r in relaxations}
+    for relaxation in relaxations:
+        again = (await post_plan(client, merged(answer["request"], relaxation["changes"]))).json()
+        assert again["status"] == "optimal", relaxation
+        assert again["usd_per_hour"] == relaxation["usd_per_hour"]
+        assert sorted({line["gpu"] for line in again["fleet"]}) == relaxation["gpus"]
+        assert again["relaxations"] == []
+    text = (await post_plan(client, body, params={"format": "text"})).text
+    assert "RELAXATIONS" in text and "BEST TPOT p95" in text
+    assert relaxations[0]["summary"] in text
+
+
 async def test_a_price_write_invalidates_cached_plans(client: Client) -> None:
     first = await post_plan(client)
     assert (await post_plan(client)).headers["x-cache"] == "hit"

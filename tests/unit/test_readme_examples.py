@@ -43,6 +43,7 @@ def test_readme_examples_are_what_the_service_answers() -> None:
         "startup",
         "plan-text",
         "plan-json",
+        "plan-relaxations",
         "curve-load",
         "curve-per-gpu",
         "estimate",

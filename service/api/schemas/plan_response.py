@@ -18,13 +18,16 @@ from service.domain.planner import (
     MixDecision,
     MixRule,
     Redundancy,
+    Rejection,
+    Relaxation,
+    RelaxationKind,
     Routing,
     RoutingMode,
     SolvedPlan,
     canonical_document,
 )
 from service.domain.providers import ProviderKind
-from service.domain.vocabulary import PlanStatusName
+from service.domain.vocabulary import PlanStatusName, Precision
 
 
 class CanonicalRequest(WireOut, kw_only=True, omit_defaults=True):
@@ -258,6 +261,113 @@ class RejectionOut(WireOut, kw_only=True):
     gpu: str
     code: str
     reason: str
+    best_ttft_ms: Annotated[
+        float | None,
+        Meta(
+            description="Infeasible or over-budget plans: the lowest TTFT (ms, at the SLO "
+            "percentile) this GPU reaches on the workload, over its tensor-parallel degrees, "
+            "at the lightest load that counts (one request in flight on average)."
+        ),
+    ] = None
+    best_tpot_ms: Annotated[
+        float | None,
+        Meta(description="As best_ttft_ms, for the time per output token (ms)."),
+    ] = None
+
+    @classmethod
+    def from_domain(cls, r: Rejection) -> RejectionOut:
+        return cls(
+            gpu=r.gpu,
+            code=r.code,
+            reason=r.reason,
+            best_ttft_ms=r.best_ttft_ms,
+            best_tpot_ms=r.best_tpot_ms,
+        )
+
+
+class SloChangeOut(WireOut, kw_only=True, omit_defaults=True):
+    """New latency limits (ms, at the request's percentile); the others as asked."""
+
+    ttft_ms: Millis | None = None
+    tpot_ms: Millis | None = None
+    e2e_ms: Millis | None = None
+
+
+class BudgetChangeOut(WireOut, kw_only=True):
+    usd_per_hour: UsdPerHour
+
+
+class ConstraintsChangeOut(WireOut, kw_only=True, omit_defaults=True):
+    """New constraint values (a list is the whole new list); the others as asked."""
+
+    tensor_parallel: list[int] | None = None
+    allow_pcie_tensor_parallel: bool | None = None
+    gpus: list[str] | None = None
+    exclude_gpus: list[str] | None = None
+    providers: list[str] | None = None
+    allow_marketplaces: bool | None = None
+
+
+class RequestChangesOut(WireOut, kw_only=True, omit_defaults=True):
+    """The changed request fields, shaped like the request body: merged into the plan's
+    ``request`` (``jq '.request * .relaxations[0].changes'``) they give the request to POST."""
+
+    precision: Precision | None = None
+    slo: SloChangeOut | None = None
+    budget: BudgetChangeOut | None = None
+    constraints: ConstraintsChangeOut | None = None
+
+
+class RelaxationOut(WireOut, kw_only=True):
+    """A change to an infeasible or over-budget request that makes it feasible, and the cost
+    of the plan the changed request gets."""
+
+    kind: Annotated[
+        RelaxationKind,
+        Meta(
+            description="slo (looser latency limits), precision (lighter weights), "
+            "tensor_parallel (larger groups), pcie_tensor_parallel, gpu (one the request left "
+            "out), provider (ones it left out, or marketplaces), budget (raised to the cost)."
+        ),
+    ]
+    changes: RequestChangesOut
+    usd_per_hour: UsdPerHour
+    usd_per_month: UsdPerMonth
+    gpus: Annotated[list[str], Meta(description="GPU types of the changed request's fleet.")]
+    summary: str
+
+    @classmethod
+    def from_domain(cls, r: Relaxation) -> RelaxationOut:
+        slo = (
+            SloChangeOut(ttft_ms=r.ttft_ms, tpot_ms=r.tpot_ms, e2e_ms=r.e2e_ms)
+            if (r.ttft_ms, r.tpot_ms, r.e2e_ms) != (None, None, None)
+            else None
+        )
+        constraints = ConstraintsChangeOut(
+            tensor_parallel=list(r.tensor_parallel) if r.tensor_parallel is not None else None,
+            allow_pcie_tensor_parallel=r.allow_pcie_tensor_parallel,
+            gpus=list(r.gpus) if r.gpus is not None else None,
+            exclude_gpus=list(r.exclude_gpus) if r.exclude_gpus is not None else None,
+            providers=list(r.providers) if r.providers is not None else None,
+            allow_marketplaces=r.allow_marketplaces,
+        )
+        return cls(
+            kind=r.kind,
+            changes=RequestChangesOut(
+                precision=r.precision,
+                slo=slo,
+                budget=(
+                    BudgetChangeOut(usd_per_hour=r.budget_usd_per_hour)
+                    if r.budget_usd_per_hour is not None
+                    else None
+                ),
+                constraints=constraints if constraints != ConstraintsChangeOut() else None,
+            ),
+            usd_per_hour=_r(r.usd_per_hour, 4),
+            usd_per_month=_r(r.usd_per_month, 2),
+            gpus=list(r.fleet_gpus),
+            summary=r.sentence,
+        )
 
 
 class BucketOut(WireOut, kw_only=True):
@@ -299,6 +409,13 @@ class PlanOut(WireOut, kw_only=True):
     redundancy: RedundancyOut | None
     routing: RoutingOut | None
     rejected: list[RejectionOut]
+    relaxations: Annotated[
+        list[RelaxationOut],
+        Meta(
+            description="Infeasible or over-budget plans: the cheapest changes that make the "
+            "request feasible, cheapest first (at most 5); empty otherwise."
+        ),
+    ]
     max_qps_within_budget: ReqPerS | None
     explanation: list[str]
     assumptions: list[str]
@@ -342,7 +459,8 @@ class PlanOut(WireOut, kw_only=True):
             redundancy=(
                 RedundancyOut.from_domain(plan.redundancy) if plan.redundancy is not None else None
             ),
-            rejected=[RejectionOut(gpu=r.gpu, code=r.code, reason=r.reason) for r in plan.rejected],
+            rejected=[RejectionOut.from_domain(r) for r in plan.rejected],
+            relaxations=[RelaxationOut.from_domain(r) for r in plan.relaxations],
             max_qps_within_budget=(
                 _r(plan.max_qps_within_budget, 3)
                 if plan.max_qps_within_budget is not None

@@ -34,7 +34,7 @@ from service.domain.perfmodel.queueing import (
 from service.domain.perfmodel.serving import batch_caps, check_request, fit_reason
 from service.domain.perfmodel.values import Capacity, Deployment, RequestShape, Slo
 
-__all__ = ["max_qps_under_slo", "max_qps_under_slo_with"]
+__all__ = ["latency_floor", "max_qps_under_slo", "max_qps_under_slo_with"]
 
 
 def _slo_metrics(s: Setup, op: OperatingPoint, q: float) -> tuple[float, float, float]:
@@ -183,3 +183,40 @@ def max_qps_under_slo(model: ModelArch, dep: Deployment, shape: RequestShape, sl
     cal = with_correction(cal, dep, build.constants)
     profile = card_profile(model, dep, build, cal)
     return max_qps_under_slo_with(model, dep, shape, slo, profile, cal)
+
+
+FLOOR_BATCH = 1.0
+"""The running batch of a latency floor: one request in flight on average. Below that load a
+replica idles most of the time, so a latency limit a replica meets only there is not one a
+fleet can be sized against; at it, a replica still carries about one request per end-to-end
+latency."""
+
+
+@lru_cache(maxsize=4096)
+def latency_floor(
+    model: ModelArch, dep: Deployment, shape: RequestShape, percentile: float
+) -> Capacity:
+    """The lowest TTFT, TPOT and E2E (ms, at ``percentile``) one replica reaches on requests of
+    ``shape`` at a load that still counts: a running batch of :data:`FLOOR_BATCH` (or the
+    engine's cap, if lower), with ``qps`` the arrival rate there.
+
+    A latency limit at or above a floor leaves the replica a capacity of at least about that
+    rate (latencies grow with the load), so the floor is the smallest value of that limit a
+    fleet of this deployment can be sized against. ``limited_by`` is ``"floor"``, or
+    ``"does_not_fit"`` with the reason (zeros) when the model does not fit. Memoised.
+    """
+    check_request(shape, dep)
+    _check_slo(Slo(None, None, None, percentile))
+    cal = default_calibration()
+    build = resolve_profile(dep.engine, dep.engine_version).profile
+    cal = with_correction(cal, dep, build.constants)
+    profile = card_profile(model, dep, build, cal)
+    s = build_setup(model, dep, profile, cal)
+    reason = fit_reason(s, dep, model, shape)
+    if reason:
+        return Capacity(0.0, 0.0, 0.0, 0.0, 0.0, "does_not_fit", f"does not fit: {reason}")
+    l_in, l_out = shape.prompt_tokens, shape.output_tokens
+    b = min(FLOOR_BATCH, float(batch_caps(s, l_in, l_out).b_max))
+    op = operating_point(s, b, l_in, l_out)
+    ttft, tpot, e2e = _slo_metrics(s, op, percentile / 100.0)
+    return Capacity(op.lam, ttft * 1e3, tpot * 1e3, e2e * 1e3, op.b, "floor")

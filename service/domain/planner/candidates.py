@@ -80,6 +80,23 @@ def allowed_gpus(request: PlanRequest, snapshot: CatalogSnapshot) -> tuple[GpuSp
     )
 
 
+def deployment(request: PlanRequest, gpu: GpuSpec, tp: int) -> Deployment:
+    """One replica of the request's model on ``tp`` cards of ``gpu``, as the plan runs it."""
+    c = request.constraints
+    return Deployment(
+        gpu=gpu,
+        tensor_parallel=tp,
+        precision=request.precision,
+        kv_precision=request.kv_precision,
+        engine=request.engine,
+        engine_version=request.engine_version,
+        allow_pcie_tensor_parallel=c.allow_pcie_tensor_parallel,
+        correction=request.calibration.correction_for(request.engine, calibration_group(gpu).group)
+        if request.calibration is not None
+        else None,
+    )
+
+
 def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candidates:
     """Options per (GPU, tensor-parallel degree, offer) with per-bucket capacities."""
     c = request.constraints
@@ -106,20 +123,7 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
             if tp > gpu.nvlink_domain and not c.allow_pcie_tensor_parallel:
                 topology_limited = True
                 continue
-            dep = Deployment(
-                gpu=gpu,
-                tensor_parallel=tp,
-                precision=request.precision,
-                kv_precision=request.kv_precision,
-                engine=request.engine,
-                engine_version=request.engine_version,
-                allow_pcie_tensor_parallel=c.allow_pcie_tensor_parallel,
-                correction=request.calibration.correction_for(
-                    request.engine, calibration_group(gpu).group
-                )
-                if request.calibration is not None
-                else None,
-            )
+            dep = deployment(request, gpu, tp)
             caps = tuple(max_qps_under_slo(request.model.arch, dep, s, request.slo) for s in shapes)
             if all(cap.qps <= 0 for cap in caps):
                 reason = caps[0].reason or f"cannot serve at tensor_parallel={tp}"

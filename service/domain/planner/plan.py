@@ -12,6 +12,8 @@ Estimate, then solve, then assemble:
    policy (``mixing``) then applies the one-vendor rule and the savings threshold.
 3. **Assemble.** Fleet lines with their load, capacity and predicted latency at the SLO
    percentile, cost per hour, month and million output tokens, and plain-sentence explanations.
+4. **Relax** (infeasible or over budget only). The cheapest changes to the request that make
+   it feasible, each planned like a request (``relax``), and each rejected GPU's latency floor.
 
 Pure: same request and snapshot, same plan.
 """
@@ -39,6 +41,7 @@ from service.domain.planner.explain import (
 )
 from service.domain.planner.mixing import decide, decision_sentence, one_vendor_solve
 from service.domain.planner.redundancy import redundancy, redundancy_sentence
+from service.domain.planner.relax import latency_floors, relaxations, with_floors
 from service.domain.planner.request import PlanRequest
 from service.domain.planner.result import (
     Alternative,
@@ -53,14 +56,40 @@ from service.domain.solver import ReasonCode, SolveStatus, solve_single_type
 
 
 def plan(
-    request: PlanRequest, snapshot: CatalogSnapshot, *, executor: Executor | None = None
+    request: PlanRequest,
+    snapshot: CatalogSnapshot,
+    *,
+    executor: Executor | None = None,
+    relax: bool = True,
 ) -> Plan:
     """Solve one fleet request against one catalog snapshot.
 
     The main solve (with its budget solve) and the single-type alternatives are independent;
     with an ``executor`` they run concurrently (HiGHS releases the GIL), else one after the
-    other. The answer is the same either way.
+    other. The answer is the same either way. An infeasible or over-budget plan also gets its
+    relaxations and its rejections their latency floors (``relax``; each relaxation is
+    planned with ``relax=False``).
     """
+    result, binding = _solve(request, snapshot, executor)
+    if not relax or result.status not in ("infeasible", "over_budget"):
+        return result
+    floors = latency_floors(request, snapshot)
+
+    def replan(changed: PlanRequest) -> Plan:
+        return plan(changed, snapshot, executor=executor, relax=False)
+
+    return replace(
+        result,
+        rejected=with_floors(result.rejected, floors),
+        relaxations=relaxations(request, snapshot, result, floors, binding, replan),
+    )
+
+
+def _solve(
+    request: PlanRequest, snapshot: CatalogSnapshot, executor: Executor | None
+) -> tuple[Plan, frozenset[str]]:
+    """The plan, and the latency limits (``ttft_ms``, ``tpot_ms``, ``e2e_ms``) that bind the
+    capacity of its fleet's options."""
     candidates = build_candidates(request, snapshot)
     buckets = tuple(
         BucketSummary(b.key, b.share, b.prompt_tokens, b.output_tokens, request.demand_qps(b))
@@ -83,7 +112,7 @@ def plan(
             assumptions=assumptions(request, candidates, None),
             buckets=buckets,
             prices_as_of=prices_as_of,
-        )
+        ), frozenset()
 
     problem = fleet_problem(request, candidates)
     if executor is not None:
@@ -139,6 +168,12 @@ def plan(
     spares = redundancy(request, candidates, solution) if fleet is not None else None
     routes = routing(request, fleet) if fleet is not None else None
     status = plan_status(solution.status.value)
+    binding = frozenset(
+        f"{cap.limited_by}_ms"
+        for key, _ in solution.units
+        for cap in candidates.items[key].replica_capacity
+        if cap.limited_by in ("ttft", "tpot", "e2e")
+    )
     return Plan(
         status=status,
         fleet=fleet,
@@ -160,7 +195,7 @@ def plan(
         mixing=decision,
         redundancy=spares,
         routing=routes,
-    )
+    ), binding
 
 
 # ---- assembly -----------------------------------------------------------------------------

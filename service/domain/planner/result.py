@@ -14,7 +14,7 @@ from typing import Literal, get_args
 
 from service.domain.planner.request import HOURS_PER_MONTH
 from service.domain.providers import ProviderKind
-from service.domain.vocabulary import PlanStatusName, one_of
+from service.domain.vocabulary import PlanStatusName, Precision, one_of
 
 PLAN_STATUSES: tuple[PlanStatusName, ...] = get_args(PlanStatusName)
 
@@ -88,11 +88,57 @@ class Alternative:
 
 @dataclass(frozen=True, slots=True)
 class Rejection:
-    """A GPU the plan could not use, with the reason in words (numbers included)."""
+    """A GPU the plan could not use, with the reason in words (numbers included).
+
+    On an infeasible or over-budget plan, ``best_ttft_ms`` and ``best_tpot_ms`` are the lowest
+    TTFT and TPOT (ms, at the SLO percentile) the GPU reaches on this workload over its allowed
+    tensor-parallel degrees, at the lightest load that still counts (its latency floor:
+    ``perfmodel.capacity.latency_floor``, the worst request shape); ``None`` when nothing of
+    it fits or it has no price (nothing was sized)."""
 
     gpu: str
     code: str
     reason: str
+    best_ttft_ms: float | None = None
+    best_tpot_ms: float | None = None
+
+
+RelaxationKind = Literal[
+    "slo", "precision", "tensor_parallel", "pcie_tensor_parallel", "gpu", "provider", "budget"
+]
+"""What a relaxation changes: a looser latency limit, a lower weight precision, larger
+tensor-parallel groups, tensor parallelism over PCIe, a GPU the request left out, providers it
+left out, or a larger budget."""
+
+
+@dataclass(frozen=True, slots=True)
+class Relaxation:
+    """One change to an infeasible or over-budget request that makes it feasible (a fleet
+    within the SLO and any budget), with what that fleet costs. Only the changed request
+    fields are set (the rest as requested); lists are the whole new value.
+
+    ``usd_per_hour`` is the cost of the plan the changed request gets; ``fleet_gpus`` the GPU
+    types of its fleet; ``sentence`` the change and its cost in words."""
+
+    kind: RelaxationKind
+    usd_per_hour: float
+    fleet_gpus: tuple[str, ...]
+    sentence: str
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2e_ms: float | None = None
+    precision: Precision | None = None
+    tensor_parallel: tuple[int, ...] | None = None
+    allow_pcie_tensor_parallel: bool | None = None
+    gpus: tuple[str, ...] | None = None
+    exclude_gpus: tuple[str, ...] | None = None
+    providers: tuple[str, ...] | None = None
+    allow_marketplaces: bool | None = None
+    budget_usd_per_hour: float | None = None
+
+    @property
+    def usd_per_month(self) -> float:
+        return self.usd_per_hour * HOURS_PER_MONTH
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +236,9 @@ class Redundancy:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """The planner's answer. ``fleet`` is ``None`` only when the status is ``infeasible``."""
+    """The planner's answer. ``fleet`` is ``None`` only when the status is ``infeasible``.
+    ``relaxations``: on an infeasible or over-budget plan, the cheapest changes to the request
+    that make it feasible, cheapest first (``relax.relaxations``)."""
 
     status: PlanStatusName
     fleet: Fleet | None
@@ -206,3 +254,4 @@ class Plan:
     mixing: MixDecision | None = None
     redundancy: Redundancy | None = None
     routing: Routing | None = None
+    relaxations: tuple[Relaxation, ...] = ()

@@ -20,6 +20,7 @@ from service.domain.planner import (
     PlanConstraints,
     PlanRequest,
     Rejection,
+    Relaxation,
     Savings,
     SolvedPlan,
     WorkloadBucket,
@@ -52,12 +53,16 @@ def solved_plan() -> SolvedPlan:
         usd_per_million_output_tokens=0.13,
         alternatives=(Alternative("l40s", Fleet((line,), 1.2, 2, None)),),
         savings_vs_best_single_type=Savings("l40s", 0.0, 0.0),
-        rejected=(Rejection("l4", "cannot_meet_slo", "TPOT 89.4 ms > SLO 50 ms"),),
+        rejected=(Rejection("l4", "cannot_meet_slo", "TPOT 89.4 ms > SLO 50 ms", 410.2, 89.4),),
         max_qps_within_budget=12.5,
         explanation=("Cheapest fleet ...",),
         assumptions=("Poisson arrivals",),
         buckets=(BucketSummary("b0", 1.0, 512, 128, 20.0),),
         prices_as_of=datetime(2026, 6, 3, tzinfo=UTC),
+        relaxations=(
+            Relaxation("budget", 1.2, ("l40s",), "A budget of $1.20/hour", budget_usd_per_hour=1.2),
+            Relaxation("gpu", 1.5, ("l4",), "Also the GPU l4", tpot_ms=90.0, gpus=("l4", "l40s")),
+        ),
     )
     request = PlanRequest(
         model=resolve_model({"params_b": 34.0, "name": "mine"}),
