@@ -6,7 +6,8 @@ request (``replan``: the planner without relaxations, so the cost is the one a c
 the changed request gets, byte for byte) and kept when that plan meets the SLO and the budget
 (``optimal``). A change whose plan is feasible but over the budget keeps the budget raised to
 that plan's cost as part of the change. The survivors are sorted by cost, then kind, and the
-first :data:`RELAXATIONS_MAX` returned.
+first :data:`RELAXATIONS_MAX` returned. The work is bounded: at most :data:`PLANS_MAX` changed
+requests are planned, in the order below, and none after one whose solve hit its time limit.
 
 Candidate changes:
 
@@ -71,6 +72,29 @@ SLO_SEARCH_GPUS = 3
 """GPU types besides the fleet's whose single-type fleets the limit search prices."""
 
 Replan = Callable[[PlanRequest], Plan]
+PLANS_MAX = 10
+"""Changed requests planned for one plan's relaxations at most (the work stays bounded
+whatever the request); none more once one stops at its solver time limit."""
+
+
+class _Planner:
+    """Plans changed requests with ``replan``, at most :data:`PLANS_MAX`, and none after one
+    whose solve stopped at its time limit (``None`` then)."""
+
+    def __init__(self, replan: Replan) -> None:
+        self._replan = replan
+        self._left = PLANS_MAX
+        self._stopped = False
+
+    def __call__(self, request: PlanRequest) -> Plan | None:
+        if self._stopped or self._left <= 0:
+            return None
+        self._left -= 1
+        p = self._replan(request)
+        self._stopped = p.status == "time_limit"
+        return p
+
+
 LIMITS = ("ttft_ms", "tpot_ms", "e2e_ms")
 _KIND_ORDER: tuple[RelaxationKind, ...] = (
     "budget",
@@ -210,8 +234,8 @@ def _slo_changes_from_floors(request: PlanRequest, floors: Iterable[Floor]) -> l
     ]
 
 
-def _fits_budget(p: Plan) -> bool:
-    return p.status == "optimal" and p.fleet is not None
+def _fits_budget(p: Plan | None) -> bool:
+    return p is not None and p.status == "optimal" and p.fleet is not None
 
 
 def _single_type_cost(
@@ -235,8 +259,8 @@ def _slo_changes_by_bisection(
     snapshot: CatalogSnapshot,
     plan: Plan,
     binding: Iterable[str],
-    replan: Replan,
-) -> list[tuple[_Change, Plan]]:
+    replan: _Planner,
+) -> list[tuple[_Change, Plan | None]]:
     """For each binding limit, the smallest loosening (within :data:`SLO_SEARCH_STEPS`
     halvings of ``[asked, 4 x asked]``) at which the cheapest single-type fleet of the plan's
     :data:`SLO_SEARCH_GPUS` cheapest GPU types fits the budget (so the plan does too), with
@@ -335,13 +359,13 @@ def _gpu_changes(request: PlanRequest, snapshot: CatalogSnapshot) -> list[_Chang
     return out
 
 
-def _provider_changes(request: PlanRequest, replan: Replan) -> list[_Change]:
+def _provider_changes(request: PlanRequest, replan: _Planner) -> list[_Change]:
     c = request.constraints
     if c.pricing == "owned":
         return []
     if c.providers is not None:
         anywhere = replan(_with_constraints(request, providers=None))
-        if anywhere.fleet is None:
+        if anywhere is None or anywhere.fleet is None:
             return []
         wider = tuple(sorted({*c.providers, *(line.provider for line in anywhere.fleet.lines)}))
         if wider == c.providers:
@@ -402,10 +426,10 @@ def kind_subject(request: PlanRequest, fields: dict[str, object]) -> str:
     return ", ".join(sorted(added))
 
 
-def _relaxation(request: PlanRequest, change: _Change, p: Plan) -> Relaxation | None:
+def _relaxation(request: PlanRequest, change: _Change, p: Plan | None) -> Relaxation | None:
     """The relaxation ``change`` makes, given its plan ``p``; ``None`` when that plan does not
-    meet the request (no fleet, or a time-limited answer)."""
-    if p.fleet is None or p.status not in ("optimal", "over_budget"):
+    meet the request (no fleet, or a time-limited answer) or was not made."""
+    if p is None or p.fleet is None or p.status not in ("optimal", "over_budget"):
         return None
     fields = dict(change.fields)
     if p.status == "over_budget":
@@ -437,20 +461,21 @@ def relaxations(
     module docstring). ``binding``: the latency limits (``ttft_ms``...) the over-budget
     fleet's capacity is bound by; ``replan`` plans a changed request without relaxations."""
     found: list[Relaxation] = []
-    tried: list[tuple[_Change, Plan]] = []
+    tried: list[tuple[_Change, Plan | None]] = []
+    planner = _Planner(replan)
     over_budget = plan.status == "over_budget" and plan.fleet is not None
     if over_budget:
-        tried.extend(_slo_changes_by_bisection(request, snapshot, plan, binding, replan))
+        tried.extend(_slo_changes_by_bisection(request, snapshot, plan, binding, planner))
     else:
         changes = _slo_changes_from_floors(request, floors)
-        tried.extend((ch, replan(ch.request)) for ch in changes)
+        tried.extend((ch, planner(ch.request)) for ch in changes)
     others = [
         *_precision_changes(request),
         *_parallel_changes(request),
         *_gpu_changes(request, snapshot),
-        *_provider_changes(request, replan),
+        *_provider_changes(request, planner),
     ]
-    tried.extend((ch, replan(ch.request)) for ch in others)
+    tried.extend((ch, planner(ch.request)) for ch in others)
     for change, p in tried:
         if over_budget and not _fits_budget(p):
             continue

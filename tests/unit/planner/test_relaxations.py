@@ -10,7 +10,12 @@ import pytest
 
 from service.domain.perfmodel import Slo
 from service.domain.planner import Plan, PlanRequest, Relaxation, plan
-from service.domain.planner.relax import RELAXATIONS_MAX
+from service.domain.planner.relax import (
+    PLANS_MAX,
+    RELAXATIONS_MAX,
+    latency_floors,
+    relaxations,
+)
 from tests.support.plan_requests import plan_request
 from tests.unit.planner.test_planner import snapshot
 
@@ -170,3 +175,33 @@ def test_a_feasible_plan_has_no_relaxations_and_no_floors() -> None:
     assert p.status == "optimal"
     assert p.relaxations == ()
     assert all(r.best_tpot_ms is None and r.best_ttft_ms is None for r in p.rejected)
+
+
+def test_the_search_plans_a_bounded_number_of_changes_and_stops_at_a_time_limit() -> None:
+    request = plan_request(
+        model="llama-3.1-70b",
+        qps=2,
+        slo=Slo(3000, 150, None, 95),
+        gpus=("l40s",),
+        tensor_parallel=(1, 2),
+        allow_pcie_tensor_parallel=False,
+        providers=("aws",),
+    )
+    first = plan(request, snapshot(), relax=False)
+    floors = latency_floors(request, snapshot())
+    calls: list[PlanRequest] = []
+
+    def counted(changed_request: PlanRequest) -> Plan:
+        calls.append(changed_request)
+        return plan(changed_request, snapshot(), relax=False)
+
+    found = relaxations(request, snapshot(), first, floors, frozenset(), counted)
+    assert found and 0 < len(calls) <= PLANS_MAX
+
+    def timed_out(changed_request: PlanRequest) -> Plan:
+        calls.append(changed_request)
+        return replace(plan(changed_request, snapshot(), relax=False), status="time_limit")
+
+    calls.clear()
+    assert relaxations(request, snapshot(), first, floors, frozenset(), timed_out) == ()
+    assert len(calls) == 1
