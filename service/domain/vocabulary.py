@@ -29,6 +29,9 @@ PricingChoice = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "owne
 """How a fleet request pays for cards (``owned`` amortises purchase prices)."""
 PriceKindName = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "purchase"]
 """The kind of one price observation in the catalog (``purchase`` is per card, not per hour)."""
+RoutingMode = Literal["by_shape", "shared"]
+"""How requests reach fleet lines: ``by_shape``, shapes may be split across lines (the gateway
+routes by length); ``shared``, every line serves the whole request mix."""
 PlanStatusName = Literal["optimal", "over_budget", "infeasible", "time_limit", "no_price"]
 """The outcome of a plan solve; ``no_price``: no allowed GPU has a price of the pricing kind the
 request asks for (nothing was solved, so nothing is said about the SLO)."""
@@ -39,6 +42,7 @@ ENGINES: tuple[Engine, ...] = get_args(Engine)
 TENSOR_PARALLEL_DEGREES: tuple[TensorParallel, ...] = get_args(TensorParallel)
 PRICING_CHOICES: tuple[PricingChoice, ...] = get_args(PricingChoice)
 PRICE_KIND_NAMES: tuple[PriceKindName, ...] = get_args(PriceKindName)
+ROUTING_MODES: tuple[RoutingMode, ...] = get_args(RoutingMode)
 
 T = TypeVar("T", bound=str)
 

@@ -549,6 +549,28 @@ def test_plan_options_and_a_request_file_give_the_same_plan(
     assert single["mixing"]["rule"] == "single_type_required"
 
 
+def test_plan_routing_option_matches_the_body(env: dict[str, str], tmp_path: Path) -> None:
+    options = ["plan", "--model", "llama-3.1-8b", "--qps", "4", "--mix", "0.7:300:100"]
+    options += ["--mix", "0.3:3000:200", "--gpus", "l4,h100", "--routing", "shared", "--json"]
+    body = {
+        "model": "llama-3.1-8b",
+        "workload": {
+            "qps": 4,
+            "mix": [
+                {"share": 0.7, "prompt_tokens": 300, "output_tokens": 100},
+                {"share": 0.3, "prompt_tokens": 3000, "output_tokens": 200},
+            ],
+        },
+        "constraints": {"gpus": ["l4", "h100"]},
+        "routing": "shared",
+    }
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(body))
+    flat = json.loads(run(options, env).stdout)
+    assert flat == json.loads(run(["plan", "--request", str(path), "--json"], env).stdout)
+    assert flat["request"]["routing"] == "shared" and flat["routing"]["mode"] == "shared"
+
+
 def test_estimate_runs_locally(env: dict[str, str]) -> None:
     args = [
         "estimate",

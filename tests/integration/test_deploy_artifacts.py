@@ -722,9 +722,11 @@ def test_terraform_http_variant() -> None:
         "min_mix_savings_percent",
         "allow_mixed_vendors",
         "allow_pcie_tensor_parallel",
+        "routing",
     ):
         assert re.search(rf"\b{attribute}\s*=", text), attribute
-    assert {"mixing", "redundancy"} <= tf_blocks(text, "output")
+    assert "routing" in variables
+    assert {"mixing", "redundancy", "routing"} <= tf_blocks(text, "output")
 
 
 def test_terraform_external_variant() -> None:

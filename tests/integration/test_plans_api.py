@@ -322,6 +322,7 @@ QUERY: dict[str, Any] = {
         ({"min_mix_savings_percent": 101}, 422, "min_mix_savings_percent"),
         ({"allow_mixed_vendors": "perhaps"}, 422, "allow_mixed_vendors"),
         ({"headroom": -0.1}, 422, "headroom"),
+        ({"routing": "round_robin"}, 422, "routing"),
     ],
 )
 async def test_query_errors_name_the_query_parameter(
@@ -601,3 +602,54 @@ async def test_the_echoed_request_posted_back_is_the_same_plan(
     assert again.status_code == 200, again.text
     assert again.json()["plan_id"] == first.json()["plan_id"]
     assert again.json()["request"] == echoed
+
+
+MIX_BODY: dict[str, Any] = {
+    "model": "llama-3.1-8b",
+    "workload": {
+        "qps": 12,
+        "mix": [
+            {"share": 0.8, "prompt_tokens": 256, "output_tokens": 64},
+            {"share": 0.2, "prompt_tokens": 8000, "output_tokens": 256},
+        ],
+    },
+    "slo": {"ttft_ms": 1000, "tpot_ms": 100},
+    "constraints": {"gpus": ["l4", "h100"], "headroom": 0.2},
+}
+
+
+async def test_shared_routing_travels_by_body_query_and_echo(client: Client) -> None:
+    """routing "shared" is taken by the body and the query string, shown in the echoed request
+    (which posts back as the same plan) and answered with every line serving every shape;
+    routing by shape (the default) is left out of the echo, so its plan ids do not move."""
+    shared = await post_plan(client, {**MIX_BODY, "routing": "shared"})
+    assert shared.status_code == 200, shared.text
+    plan = shared.json()
+    assert plan["request"]["routing"] == "shared"
+    assert plan["routing"]["mode"] == "shared"
+    assert plan["fleet"]
+    for line in plan["fleet"]:
+        assert {b["bucket"] for b in line["buckets"]} == {"b0", "b1"}
+    again = await post_plan(client, plan["request"])
+    assert again.json()["plan_id"] == plan["plan_id"]
+    assert again.json()["request"] == plan["request"]
+    default = (await post_plan(client, MIX_BODY)).json()
+    assert "routing" not in default["request"]
+    assert default["plan_id"] != plan["plan_id"]
+    assert default["usd_per_hour"] <= plan["usd_per_hour"]
+    explicit = (await post_plan(client, {**MIX_BODY, "routing": "by_shape"})).json()
+    assert explicit["plan_id"] == default["plan_id"]
+    by_query = (await client.get("/v1/plan", params={**QUERY, "routing": "shared"})).json()
+    by_body = (
+        await post_plan(
+            client,
+            {
+                "model": "llama-3.1-8b",
+                "workload": {"qps": 12, "prompt_tokens": 512, "output_tokens": 128},
+                "constraints": {"gpus": ["l4", "l40s"]},
+                "routing": "shared",
+            },
+        )
+    ).json()
+    assert by_query["plan_id"] == by_body["plan_id"]
+    assert by_query["request"]["routing"] == "shared"

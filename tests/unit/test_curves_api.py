@@ -117,6 +117,29 @@ def test_a_requests_curve_names_the_same_plan_by_body_or_query(
     assert by_query.json()["plan_id"] == same.json()["plan_id"]
 
 
+def test_a_shared_routing_requests_curve_prices_every_line_serving_the_mix(
+    client: TestClient[Litestar], plan_id: str
+) -> None:
+    """The same body with routing "shared" is another plan, and its cost-vs-load curve at the
+    requested load is that plan's cost, never below the plan routed by shape."""
+    body = {**BODY, "routing": "shared"}
+    planned = client.post("/v1/plans", json=body).json()
+    assert planned["request"]["routing"] == "shared" and planned["plan_id"] != plan_id
+    curve = client.post("/v1/curves/cost-vs-load", json=body)
+    assert curve.status_code == 200, curve.text
+    assert curve.json()["plan_id"] == planned["plan_id"]
+    mine = next(s for s in curve.json()["series"] if s["name"] == "plan")
+    at = next(p for p in mine["points"] if p["x"] == BODY["workload"]["qps"])
+    assert at["usd_per_hour"] == pytest.approx(planned["usd_per_hour"], abs=0.01)
+    by_shape = client.get(f"/v1/plans/{plan_id}").json()
+    assert planned["usd_per_hour"] >= by_shape["usd_per_hour"] - 1e-9
+    query = client.get(f"/v1/curves/per-gpu?{QUERY}&routing=shared")
+    assert query.status_code == 200, query.text
+    assert (
+        query.json()["plan_id"] == client.get(f"/v1/plan?{QUERY}&routing=shared").json()["plan_id"]
+    )
+
+
 def held(store: MemoryPlanCache, key: str) -> bool:
     return asyncio.run(store.get(key)) is not None
 

@@ -27,6 +27,7 @@ locals {
       slo         = local.slo
       budget      = length(local.budget) > 0 ? local.budget : null
       constraints = length(local.constraints) > 0 ? local.constraints : null
+      routing     = var.routing
     } : k => v if v != null
   }
 }

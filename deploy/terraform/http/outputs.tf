@@ -49,6 +49,11 @@ output "redundancy" {
   value       = local.plan.redundancy
 }
 
+output "routing" {
+  description = "shared (every line serves the whole mix) or by_shape, with the prompt/output length cut-offs and each line's share per route."
+  value       = local.plan.routing
+}
+
 output "plan" {
   description = "The whole decoded answer (predicted latencies, rejected alternatives ...)."
   value       = local.plan

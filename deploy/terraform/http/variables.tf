@@ -105,6 +105,21 @@ variable "constraints" {
   default = {}
 }
 
+variable "routing" {
+  description = <<-EOT
+    How requests reach the fleet lines: "by_shape" (gpuplan's default) lets request shapes go to
+    different lines when that is cheaper (the plan's routing output gives the gateway its length
+    cut-offs); "shared" makes every line serve the whole mix, so any line may take any request.
+  EOT
+  type        = string
+  default     = null
+
+  validation {
+    condition     = contains(["by_shape", "shared"], coalesce(var.routing, "by_shape"))
+    error_message = "routing must be \"by_shape\" or \"shared\"."
+  }
+}
+
 variable "request_timeout_ms" {
   description = "Timeout of the POST /v1/plans request, in milliseconds."
   type        = number

@@ -84,6 +84,11 @@ PLAN_FIELDS: tuple[FlatField, ...] = (
     FlatField(
         "allow_mixed_vendors", "constraints.mixing.allow_mixed_vendors", cli_off="one-vendor"
     ),
+    FlatField(
+        "routing",
+        "routing",
+        "by_shape (shapes may go to different lines) or shared (every line serves the mix).",
+    ),
     FlatField("as_of", "as_of", "Plan with the prices known at this ISO 8601 moment.", query=False),
 )
 

@@ -34,6 +34,7 @@ from service.domain.vocabulary import (
     KvPrecision,
     Precision,
     PricingChoice,
+    RoutingMode,
     TensorParallel,
 )
 
@@ -263,6 +264,15 @@ class PlanRequestIn(WireIn, kw_only=True):
         ]
         | None
     ) = None
+    routing: Annotated[
+        RoutingMode,
+        Meta(
+            description="by_shape (default): request shapes may go to different fleet lines "
+            "when that is cheaper, and the plan's routing gives the gateway its length "
+            "cut-offs. shared: every line serves the whole mix, so any line may take any "
+            "request; the plan is priced that way."
+        ),
+    ] = "by_shape"
 
     def to_draft(self) -> PlanDraft:
         """The request as the domain takes it (still to be canonicalised)."""
@@ -288,4 +298,5 @@ class PlanRequestIn(WireIn, kw_only=True):
                 else self.constraints.to_draft()
             ),
             as_of=self.as_of,
+            routing=self.routing,
         )

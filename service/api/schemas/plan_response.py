@@ -54,6 +54,10 @@ class CanonicalRequest(WireOut, kw_only=True, omit_defaults=True):
             "when it used the reference constants."
         ),
     ] = None
+    routing: Annotated[
+        RoutingMode,
+        Meta(description="shared when the request asked every line to serve the whole mix."),
+    ] = "by_shape"
 
 
 def _r(value: float, digits: int) -> float:

@@ -54,9 +54,9 @@ from service.domain.planner.result import (
     RelaxationKind,
     Route,
     Routing,
-    RoutingMode,
     Savings,
 )
+from service.domain.vocabulary import RoutingMode
 
 __all__ = [
     "HOURS_PER_MONTH",

@@ -155,22 +155,29 @@ def _model_caps(cand: Candidate) -> tuple[float, ...]:
     return tuple(cand.model_capacity_qps(i) for i in range(len(cand.replica_capacity)))
 
 
+def _mix_capacity(shares: list[float], caps: tuple[float, ...]) -> float:
+    """Requests/s of the mix one unit carries serving every shape (0 if it cannot serve one)."""
+    if any(share > 0 and cap <= 0 for share, cap in zip(shares, caps, strict=True)):
+        return 0.0
+    load = math.fsum(share / cap for share, cap in zip(shares, caps, strict=True) if share > 0)
+    return 1.0 / load if load > 0 else 0.0
+
+
 def fleet_capacity(request: PlanRequest, candidates: Candidates, solution: FleetSolution) -> float:
     """The most total QPS (same bucket mix) the chosen units carry within the SLO by the model
     (no headroom): an LP over the assignment with the unit counts fixed (maximise the scale
-    ``lam`` of the demand)."""
+    ``lam`` of the demand). With ``shared`` routing every line serves the whole mix, so the
+    lines' mix capacities add up (no LP)."""
     keys = [k for k, _ in solution.units]
     if not keys:
         return 0.0
     units = dict(solution.units)
     shares = [b.share for b in request.buckets]
-    if len(keys) == 1:
-        # One line serves every bucket: its time budget bounds the mix, lam * sum(share/cap) <= x.
-        caps = _model_caps(candidates.items[keys[0]])
-        if any(share > 0 and cap <= 0 for share, cap in zip(shares, caps, strict=True)):
-            return 0.0
-        load = math.fsum(share / cap for share, cap in zip(shares, caps, strict=True) if share > 0)
-        return units[keys[0]] / load if load > 0 else 0.0
+    if len(keys) == 1 or request.routing == "shared":
+        # Each line serves every bucket: its time budget bounds the mix, lam * sum(share/cap) <= x.
+        return math.fsum(
+            units[key] * _mix_capacity(shares, _model_caps(candidates.items[key])) for key in keys
+        )
     n_b, n_o = len(request.buckets), len(keys)
     # Variables: z[s, g] (requests/s of bucket s on option g), then lam (total requests/s).
     n = n_b * n_o + 1

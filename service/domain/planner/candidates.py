@@ -251,4 +251,5 @@ def fleet_problem(request: PlanRequest, candidates: Candidates) -> FleetProblem:
         max_gpu_types=c.mixing.max_gpu_types,
         budget_usd_per_hour=request.budget_usd_per_hour,
         time_limit_s=request.time_limit_s,
+        shared=request.routing == "shared",
     )

@@ -92,6 +92,7 @@ def canonical_request(
         model_spec=None if isinstance(draft.model, str) else draft.model,
         policy=(defaults or PlanDefaults()).policy,
         calibration=calibration,
+        routing=draft.routing,
     )
 
 

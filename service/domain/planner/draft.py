@@ -15,7 +15,7 @@ from typing import Any
 
 from service.domain.perfmodel import Slo
 from service.domain.planner.request import OwnedCost
-from service.domain.vocabulary import Engine, KvPrecision, Precision, PricingChoice
+from service.domain.vocabulary import Engine, KvPrecision, Precision, PricingChoice, RoutingMode
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,3 +94,4 @@ class PlanDraft:
     budget: BudgetDraft | None = None
     constraints: ConstraintsDraft = field(default_factory=ConstraintsDraft)
     as_of: datetime | None = None
+    routing: RoutingMode = "by_shape"

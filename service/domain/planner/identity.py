@@ -95,6 +95,8 @@ def canonical_document(request: PlanRequest) -> dict[str, Any]:
         "as_of": request.as_of,
         # Only when a profile is used, so requests without one keep their plan ids.
         **({"calibration": request.calibration.spec} if request.calibration else {}),
+        # Only when shared, so requests routed by shape (the default) keep their plan ids.
+        **({"routing": request.routing} if request.routing != "by_shape" else {}),
     }
 
 

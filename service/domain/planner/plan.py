@@ -187,7 +187,11 @@ def _solve(
         )
         + ((decision_sentence(decision),) if fleet is not None else ())
         + ((redundancy_sentence(spares),) if spares is not None else ())
-        + ((routing_sentence(routes, fleet),) if routes is not None and fleet else ())
+        + (
+            (routing_sentence(routes, fleet, request.routing),)
+            if routes is not None and fleet
+            else ()
+        )
         + stale_price_sentences(fleet, prices_as_of, request.policy.price_max_age_days),
         assumptions=assumptions(request, candidates, solution if solution.has_fleet else None),
         buckets=buckets,

@@ -21,7 +21,7 @@ from service.domain.llm import ResolvedModel
 from service.domain.perfmodel import Slo
 from service.domain.profiles.values import CalibrationProfile
 from service.domain.providers import DEFAULT_PROVIDERS
-from service.domain.vocabulary import Engine, KvPrecision, Precision, PricingChoice
+from service.domain.vocabulary import Engine, KvPrecision, Precision, PricingChoice, RoutingMode
 
 HOURS_PER_MONTH = 730.0
 
@@ -151,6 +151,9 @@ class PlanRequest:
     recalibration that changes the default build changes the plan id); ``None``: the newest.
     ``calibration``: the team's calibration profile (one version) whose corrections the
     capacities use; its ``name@vN`` is part of the identity, so a new version re-keys plans.
+    ``routing``: ``by_shape`` (default) lets the planner send request shapes to different
+    lines when that is cheaper; ``shared`` makes every line serve the whole mix (any line may
+    take any request), priced as such.
     """
 
     model: ResolvedModel
@@ -168,6 +171,7 @@ class PlanRequest:
     model_spec: Mapping[str, Any] | None = field(default=None, hash=False)
     policy: PlanPolicy = field(default_factory=PlanPolicy)
     calibration: CalibrationProfile | None = None
+    routing: RoutingMode = "by_shape"
 
     def demand_qps(self, bucket: WorkloadBucket) -> float:
         return self.qps * bucket.share

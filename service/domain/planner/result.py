@@ -14,7 +14,7 @@ from typing import Literal, get_args
 
 from service.domain.planner.request import HOURS_PER_MONTH
 from service.domain.providers import ProviderKind
-from service.domain.vocabulary import PlanStatusName, Precision, one_of
+from service.domain.vocabulary import PlanStatusName, Precision, RoutingMode, one_of
 
 PLAN_STATUSES: tuple[PlanStatusName, ...] = get_args(PlanStatusName)
 
@@ -191,9 +191,6 @@ class MixDecision:
     saving_usd_per_hour: float | None = None
     mixed_fleet: Fleet | None = None
     single_type_gpu: str | None = None
-
-
-RoutingMode = Literal["shared", "by_shape"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 
 from service.domain.planner.request import PlanRequest
-from service.domain.planner.result import Fleet, Route, Routing, RoutingMode
+from service.domain.planner.result import Fleet, Route, Routing
+from service.domain.vocabulary import RoutingMode
 
 _EPS = 1e-9
 
@@ -62,10 +63,19 @@ def routing(request: PlanRequest, fleet: Fleet) -> Routing:
     return Routing(mode=mode, routes=tuple(routes))
 
 
-def routing_sentence(r: Routing, fleet: Fleet) -> str:
-    """The explanation's sentence on how traffic reaches the lines."""
+def routing_sentence(r: Routing, fleet: Fleet, asked: RoutingMode = "by_shape") -> str:
+    """The explanation's sentence on how traffic reaches the lines (``asked``: the request's
+    routing option)."""
     if r.mode == "shared":
-        return "Routing: every line serves the whole request mix, so any line may take any request."
+        why = (
+            " (routing: shared, as asked; each line is sized for the whole mix)"
+            if asked == "shared"
+            else ""
+        )
+        return (
+            "Routing: every line serves the whole request mix, so any line may take any "
+            f"request{why}."
+        )
     parts = []
     for route in r.routes:
         if route.prompt_tokens_max is not None:

@@ -14,7 +14,7 @@ import numpy as np
 from service.domain.solver import diagnose
 from service.domain.solver.formulation import Layout
 from service.domain.solver.problem import FleetSolution, Reason, SolveStatus
-from service.domain.solver.prune import Canon, Fleet, FloatArray
+from service.domain.solver.prune import Canon, Fleet, FloatArray, shared_served
 
 # Served rates below this fraction of their bucket's demand are solver noise and dropped.
 _SERVED_RTOL = 1e-9
@@ -28,6 +28,8 @@ def fleet_from_values(canon: Canon, lay: Layout, values: FloatArray) -> Fleet:
     x[lay.sel.cols] = np.rint(values[: lay.n_x]).astype(np.int64)
     served = np.zeros_like(canon.cap)
     demanded = np.flatnonzero(canon.demanded)
+    if canon.shared:
+        return Fleet(x, shared_served(canon, x))
     if demanded.size == 1:
         # One shape: every unit runs at the same share of its capacity.
         s = int(demanded[0])

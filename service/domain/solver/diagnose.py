@@ -59,7 +59,9 @@ def coverage_reasons(canon: Canon, gpu_id: str | None) -> tuple[Reason, ...]:
     * whole problem: ``unservable_bucket`` per such bucket; with ``allow_mix=False`` and every
       bucket servable by some GPU, ``no_single_type`` plus ``gpu_cannot_serve`` per GPU when no
       single GPU serves them all;
-    * one GPU (``gpu_id``): ``gpu_cannot_serve`` listing the shapes it cannot serve.
+    * one GPU (``gpu_id``): ``gpu_cannot_serve`` listing the shapes it cannot serve;
+    * with shared routing, ``shared_routing`` when every shape is servable but no option (of
+      ``gpu_id``) serves all of them.
     """
     demanded = canon.demanded
     if gpu_id is not None:
@@ -67,6 +69,8 @@ def coverage_reasons(canon: Canon, gpu_id: str | None) -> tuple[Reason, ...]:
         missing = _unservable(canon, mine)
         if missing:
             return (_gpu_cannot_serve(gpu_id, missing),)
+        if canon.shared and not bool((canon.usable & mine).any()):
+            return (_shared_routing_reason(gpu_id),)
         return ()
     everyone = np.ones(len(canon.keys), dtype=np.bool_)
     missing = _unservable(canon, everyone)
@@ -80,6 +84,8 @@ def coverage_reasons(canon: Canon, gpu_id: str | None) -> tuple[Reason, ...]:
             )
             for bucket in missing
         )
+    if canon.shared and not bool(canon.usable.any()):
+        return (_shared_routing_reason(None),)
     if canon.allow_mix or not bool(demanded.any()):
         return ()
     per_gpu = [(gpu, _unservable(canon, canon.gpu_of == i)) for i, gpu in enumerate(canon.gpus)]
@@ -91,6 +97,16 @@ def coverage_reasons(canon: Canon, gpu_id: str | None) -> tuple[Reason, ...]:
             message="no single GPU type can serve every bucket, and mixing types is disallowed",
         ),
         *(_gpu_cannot_serve(gpu, gaps) for gpu, gaps in per_gpu),
+    )
+
+
+def _shared_routing_reason(gpu_id: str | None) -> Reason:
+    what = f"no {gpu_id} option" if gpu_id is not None else "no option"
+    return Reason(
+        ReasonCode.SHARED_ROUTING,
+        gpu_id or "",
+        message=f"{what} serves every request shape within the SLO, which routing "
+        "'shared' needs (every line serves the whole mix)",
     )
 
 

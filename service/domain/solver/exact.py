@@ -10,6 +10,9 @@ unit (:mod:`formulation` notation).
 
 One option ``g``: ``x = max(ceil(m / r[g]), ceil(L[g]))`` if within its bound.
 
+With shared routing (every unit serves the whole mix) two options split the mix in one
+fraction: ``x[a]`` units carry ``x[a] / L[a]`` of it and ``b`` the rest.
+
 Two options ``a``, ``b``: for fixed ``x[a]``, the load ``b`` must carry is the minimum of a
 fractional knapsack: ``a``'s unit-time goes to the shapes in decreasing order of
 ``cap[s,a] / cap[s,b]`` (each second of ``a`` removes the most ``b``-time there), after the
@@ -32,7 +35,9 @@ from service.domain.solver.prune import (
     Fleet,
     Selection,
     ceil_load,
+    load_units,
     need_units,
+    shared_served,
     units_for_replicas,
 )
 
@@ -90,7 +95,48 @@ def _one(canon: Canon, g: int, upper: float) -> Fleet | None:
     return Fleet(x, served)
 
 
+def _two_shared(canon: Canon, sel: Selection, j_a: int, j_b: int) -> Fleet | None:
+    """Two options that both serve the whole mix: ``x[a]`` units carry the fraction
+    ``x[a] / L[a]`` of it, so ``b`` needs ``ceil(L[b] * (1 - x[a] / L[a]))`` units."""
+    g_a, g_b = int(sel.cols[j_a]), int(sel.cols[j_b])
+    u_a, u_b = float(sel.upper[j_a]), float(sel.upper[j_b])
+    load = load_units(canon, np.array([g_a, g_b], dtype=np.int64))
+    x_a = np.arange(0.0, u_a + 1.0)
+    left = np.maximum(0.0, 1.0 - x_a / float(load[0]))
+    missing = float(canon.min_replicas) - x_a * float(canon.rpu[g_a])
+    x_b = np.maximum(ceil_load(left * float(load[1])), units_for_replicas(missing, canon.rpu[g_b]))
+    return _best_pair(canon, g_a, g_b, x_a, x_b, x_b <= u_b)
+
+
+def _best_pair(
+    canon: Canon,
+    g_a: int,
+    g_b: int,
+    x_a: np.ndarray,
+    x_b: np.ndarray,
+    ok: np.ndarray,
+) -> Fleet | None:
+    """The cheapest of the ``ok`` pairs ``(x_a, x_b)`` within the card cap (ties: cards, then
+    fewer units of the option whose key sorts first), served as a shared mix."""
+    i_a, i_b = int(canon.gpu_of[g_a]), int(canon.gpu_of[g_b])
+    cards = x_a * float(canon.tp[g_a]) + x_b * float(canon.tp[g_b])
+    if i_a == i_b and math.isfinite(canon.card_cap[i_a]):
+        ok = ok & (cards <= canon.card_cap[i_a])
+    if not bool(ok.any()):
+        return None
+    cost = x_a * canon.cost[g_a] + x_b * canon.cost[g_b]
+    candidates = np.flatnonzero(ok)
+    first = x_a if g_a < g_b else x_b
+    best = candidates[np.lexsort((first[candidates], cards[candidates], cost[candidates]))[0]]
+    x = np.zeros(len(canon.keys), dtype=np.int64)
+    x[g_a] = int(x_a[best])
+    x[g_b] = int(x_b[best])
+    return Fleet(x, shared_served(canon, x))
+
+
 def _two(canon: Canon, sel: Selection, j_a: int, j_b: int) -> Fleet | None:
+    if canon.shared:
+        return _two_shared(canon, sel, j_a, j_b)
     g_a, g_b = int(sel.cols[j_a]), int(sel.cols[j_b])
     u_a, u_b = float(sel.upper[j_a]), float(sel.upper[j_b])
     dem = np.flatnonzero(canon.demanded)

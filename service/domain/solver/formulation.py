@@ -40,6 +40,16 @@ Constraints (labelled the same way in the code)::
        type limit   sum_i y[i] <= T; x[g] <= U[g] * y[gpu(g)]   when max_gpu_types = T >= 2
     C6 budget       sum_g c[g] * x[g] <= B                      (only in the load-scaling solve)
 
+Shared routing (``FleetProblem.shared``, more than one demanded shape): every unit serves the
+whole mix, so option g carries the same fraction f[g] of every shape, z[s,g] = f[g] * D[s], and
+C1 + C2 become ``sum_g f[g] = 1``, ``f[g] * L[g] <= x[g]`` with ``L[g] = sum_s D[s] / cap[s,g]``
+(the units g needs to carry the whole mix alone); eliminating f, one pure-integer row::
+
+    C1+C2 shared    sum_g x[g] / L[g] >= 1                      (or >= lam when load-scaling)
+
+over the options that serve every demanded shape (the others cannot be used). Decoding gives
+each option the share ``(x[g] / L[g]) / sum_h (x[h] / L[h])`` of every shape.
+
 Numerics: C1 rows are divided by D[s] (dimensionless fractions). With a single demanded
 shape, C1 and C2 are passed in their aggregate, pure-integer form ``sum_g cap[s,g] x[g] >= D[s]``
 (the same feasible fleets; HiGHS solves it 2-4x faster) and the load is split over the
@@ -101,6 +111,7 @@ from service.domain.solver.prune import (
     FloatArray,
     IntArray,
     Selection,
+    load_units,
     need_units,
 )
 
@@ -190,8 +201,8 @@ def _layout(canon: Canon, sel: Selection, extra: int = 0) -> Layout:
     demanded = canon.demanded
     cap = canon.cap[:, sel.cols]
     servable = (cap > 0.0) & demanded[:, None]
-    if int(demanded.sum()) == 1:
-        servable[:] = False  # one shape: no z columns, C1 + C2 aggregate (see _core_rows)
+    if int(demanded.sum()) == 1 or canon.shared:
+        servable[:] = False  # one shape or shared: no z columns, C1 + C2 aggregate (_core_rows)
     pair_s, pair_j = np.nonzero(servable)  # row-major: sorted by bucket, then option
     y_gpus = (
         np.unique(canon.gpu_of[sel.cols]).astype(np.int64)
@@ -216,6 +227,15 @@ def _core_rows(canon: Canon, lay: Layout, *, scale_col: int | None, soft_caps: b
         # sum_g cap[s,g] x[g] >= D[s] (or >= D[s] lam); divided by D[s]. Pure integer row.
         only = int(demanded[0])
         vals = canon.cap[only, sel.cols] / demand[only]
+        if scale_col is None:
+            rows.add(np.arange(n_x), vals, 1.0, np.inf)
+        else:
+            rows.add(np.append(np.arange(n_x), scale_col), np.append(vals, -1.0), 0.0, np.inf)
+        demanded = demanded[:0]
+    elif canon.shared:
+        # C1+C2 shared: sum_g x[g] / L[g] >= 1 (or - lam >= 0); every selected option serves
+        # every demanded shape, so L[g] > 0 is finite.
+        vals = 1.0 / load_units(canon, sel.cols)
         if scale_col is None:
             rows.add(np.arange(n_x), vals, 1.0, np.inf)
         else:

@@ -127,6 +127,11 @@ class FleetProblem:
       ``over_budget`` and reports how much load the budget would buy.
     * ``time_limit_s``: wall-clock limit of EACH HiGHS call (a solve makes at most three:
       see :func:`service.domain.solver.min_cost.solve_fleet`).
+    * ``shared``: every unit bought serves the whole request mix (no shape is sent to a subset
+      of the options): each option carries the same fraction of every bucket's demand, so one
+      unit of ``g`` carries ``1 / sum_s (share[s] / capacity_qps[s])`` requests/s of the mix
+      (time-sharing, as above) and an option that cannot serve some demanded shape cannot be
+      used at all. ``False`` (the default): the solver may split shapes across options.
 
     The order of ``buckets`` and ``options`` does not matter: the solver sorts both by key, so
     shuffled inputs give identical results.
@@ -141,6 +146,7 @@ class FleetProblem:
     budget_usd_per_hour: float | None = None
     time_limit_s: float = 2.0
     max_gpu_types: int = 0
+    shared: bool = False
 
     def __post_init__(self) -> None:
         bucket_keys = [b.key for b in self.buckets]
@@ -213,6 +219,8 @@ class ReasonCode(enum.StrEnum):
       of GPU types would meet it).
     * ``single_vendor``: empty; only a fleet mixing GPU vendors meets the demand and the
       planner's one-vendor rule forbids it (set by the planner, not the solver).
+    * ``shared_routing``: empty, or a gpu_id (single-type solves); every shape is servable
+      but no option (of that GPU) serves all of them, which ``shared`` needs.
     * ``max_cards``: the gpu_id whose card cap is too low; ``shortfall`` = missing cards.
     * ``max_units``: the option key whose unit cap (``FleetOption.max_units``) is too
       low; ``shortfall`` = missing UNITS of that option.
@@ -228,6 +236,7 @@ class ReasonCode(enum.StrEnum):
     NO_SINGLE_TYPE = "no_single_type"
     SINGLE_TYPE = "single_type"
     SINGLE_VENDOR = "single_vendor"
+    SHARED_ROUTING = "shared_routing"
     MAX_CARDS = "max_cards"
     MAX_UNITS = "max_units"
     MIN_REPLICAS = "min_replicas"

@@ -60,7 +60,10 @@ class Canon:
       ``max_gpu_types=1``); ``max_gpu_types``: with a mix allowed, the most GPU types it may
       use (0: no limit; always 0 or >= 2).
     * ``budget_units``: budget in cost units, rounded down (``None``: no budget).
-    * ``usable[g]``: ``g`` can serve a demanded shape (:func:`usable_options`).
+    * ``shared``: every unit serves the whole mix (``FleetProblem.shared`` with more than one
+      demanded shape): C1 and C2 become one row over ``L[g]`` (:mod:`formulation`).
+    * ``usable[g]``: ``g`` can serve a demanded shape, or with ``shared`` every demanded shape
+      (:func:`usable_options`).
     * ``unit_cap[g]``: units the caps allow (:func:`cap_bound`).
     """
 
@@ -86,6 +89,7 @@ class Canon:
     time_limit_s: float
     usable: BoolArray
     unit_cap: FloatArray
+    shared: bool = False
 
     @property
     def demanded(self) -> BoolArray:
@@ -152,6 +156,8 @@ def canonicalize(problem: FleetProblem) -> Canon:
     gpu_of = np.array([gpu_pos[o.gpu_id] for o in options], dtype=np.int64)
     demanded = demand > 0.0
     rows = cap[demanded] if bool(demanded.any()) else cap
+    shared = problem.shared and int(demanded.sum()) > 1
+    usable = (rows > 0.0).all(axis=0) if shared else (rows > 0.0).any(axis=0)
     return Canon(
         bucket_keys=tuple(b.key for b in buckets),
         demand=demand,
@@ -173,8 +179,9 @@ def canonicalize(problem: FleetProblem) -> Canon:
         budget_usd_per_hour=budget,
         budget_units=None if budget is None else budget_in_units(budget, unit_usd),
         time_limit_s=problem.time_limit_s,
-        usable=np.asarray((rows > 0.0).any(axis=0), dtype=np.bool_),
+        usable=np.asarray(usable, dtype=np.bool_),
         unit_cap=np.minimum(max_units, np.floor(card_cap[gpu_of] / tp)),
+        shared=shared,
     )
 
 
@@ -216,7 +223,8 @@ def usable_options(canon: Canon, gpu_id: str | None) -> BoolArray:
 
     With no demand at all, any option that can serve some shape is usable (it can count towards
     ``min_replicas``). A unit that serves none of the demanded shapes is never planned: it
-    would only pad ``min_replicas`` with hardware that cannot take over any traffic.
+    would only pad ``min_replicas`` with hardware that cannot take over any traffic. With
+    ``shared`` routing an option must serve every demanded shape.
     """
     usable: BoolArray = canon.usable.copy()
     if gpu_id is not None:
@@ -251,6 +259,21 @@ def load_units(canon: Canon, cols: IntArray) -> FloatArray:
         per_bucket = np.where(cap > 0.0, demand / np.where(cap > 0.0, cap, 1.0), 0.0)
     out: FloatArray = per_bucket.sum(axis=0)
     return out
+
+
+def shared_served(canon: Canon, x: IntArray) -> FloatArray:
+    """Served rates when every unit serves the whole mix: option ``g`` takes the share
+    ``(x[g] / L[g]) / sum_h (x[h] / L[h])`` of every demanded shape (the same fraction of its
+    time budget on every option). Options that cannot serve every shape get nothing."""
+    served = np.zeros_like(canon.cap)
+    cols = np.flatnonzero((x > 0) & canon.usable).astype(np.int64)
+    if cols.size == 0:
+        return served
+    weight = x[cols] / load_units(canon, cols)
+    share = weight / float(weight.sum())
+    demanded = np.flatnonzero(canon.demanded)
+    served[np.ix_(demanded, cols)] = canon.demand[demanded, None] * share[None, :]
+    return served
 
 
 def ceil_load(load: FloatArray) -> FloatArray:

@@ -4,6 +4,8 @@ cut-offs and each line's share of every route."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from service.domain.llm import resolve_model
@@ -67,3 +69,23 @@ def test_one_line_serving_the_whole_mix_is_shared() -> None:
     single = plan(request(qps=5, gpus=("h100-sxm",)), snapshot())
     assert single.routing is not None and single.routing.mode == "shared"
     assert single.routing.routes[0].prompt_tokens_max is None
+
+
+def test_shared_routing_makes_every_line_serve_the_whole_mix_and_prices_it() -> None:
+    """The split fleet above, asked with routing "shared": L4s cannot serve the long prompts,
+    so no line may be an L4; every line serves both shapes in the mix's proportions, and the
+    fleet costs at least what the split one does."""
+    split = request(qps=split_fleet_qps(), buckets=MIX, slo=SLO, gpus=("l4", "h100-sxm"))
+    by_shape = plan(split, snapshot())
+    shared = plan(replace(split, routing="shared"), snapshot())
+    assert shared.fleet is not None and by_shape.fleet is not None
+    assert shared.routing is not None and shared.routing.mode == "shared"
+    assert {x.gpu for x in shared.fleet.lines} == {"h100-sxm"}
+    for line in shared.fleet.lines:
+        served = dict(line.buckets)
+        assert served.keys() == {"b0", "b1"}
+        assert served["b1"] / (served["b0"] + served["b1"]) == pytest.approx(MIX[1].share)
+    assert shared.fleet.usd_per_hour > by_shape.fleet.usd_per_hour
+    assert shared.fleet.qps_capacity is not None
+    assert shared.fleet.qps_capacity >= split.qps * (1 - 1e-9)
+    assert any("routing: shared, as asked" in s for s in shared.explanation)

@@ -53,18 +53,37 @@ def _arrays(problem: FleetProblem) -> tuple[Floats, Floats]:
     return demand, cap
 
 
-def _usable(demand: Floats, cap: Floats) -> Bools:
+def _usable(demand: Floats, cap: Floats, shared: bool = False) -> Bools:
     demanded = demand > 0
+    if shared and demanded.sum() > 1:
+        return np.asarray((cap[:, demanded] > 0).all(axis=1), dtype=np.bool_)
     if demanded.any():
         return np.asarray((cap[:, demanded] > 0).any(axis=1), dtype=np.bool_)
     return np.asarray((cap > 0).any(axis=1), dtype=np.bool_)
 
 
-def assignment_fits(demand: Floats, cap: Floats, x: Ints, scale: float = 1.0) -> bool:
-    """Is there z >= 0 with sum_g z[s,g] = scale * demand[s], sum_s z[s,g]/cap[g,s] <= x[g]?"""
+def shared_fits(demand: Floats, cap: Floats, x: Ints, scale: float = 1.0) -> bool:
+    """Every unit serves the whole mix: each used option takes the same fraction of every
+    shape, so the units fit iff the fractions they can carry, ``x[g] / sum_s (demand[s] /
+    cap[g, s])``, add up to ``scale`` (options missing a shape carry nothing)."""
+    dem = np.flatnonzero(demand > 0)
+    carried = 0.0
+    for g in range(len(x)):
+        if x[g] > 0 and all(cap[g, s] > 0 for s in dem):
+            carried += x[g] / sum(demand[s] / cap[g, s] for s in dem)
+    return carried >= scale * (1 - TOL)
+
+
+def assignment_fits(
+    demand: Floats, cap: Floats, x: Ints, scale: float = 1.0, *, shared: bool = False
+) -> bool:
+    """Is there z >= 0 with sum_g z[s,g] = scale * demand[s], sum_s z[s,g]/cap[g,s] <= x[g]
+    (with ``shared``, z[s,g] the same fraction of demand[s] for every s)?"""
     dem = np.flatnonzero(demand > 0)
     if dem.size == 0:
         return True
+    if shared and dem.size > 1:
+        return shared_fits(demand, cap, x, scale)
     pairs = [(s, g) for s in dem for g in range(len(x)) if cap[g, s] > 0 and x[g] > 0]
     if any(not any(p[0] == s for p in pairs) for s in dem):
         return False
@@ -88,7 +107,7 @@ def assignment_fits(demand: Floats, cap: Floats, x: Ints, scale: float = 1.0) ->
 
 
 def _box(problem: FleetProblem, demand: Floats, cap: Floats) -> list[range]:
-    usable = _usable(demand, cap)
+    usable = _usable(demand, cap, problem.shared)
     card_cap = dict(problem.max_cards)
     ranges = []
     for g, option in enumerate(problem.options):
@@ -152,7 +171,7 @@ def reference(problem: FleetProblem) -> Reference:
     cost = grid @ np.array([cents(o) for o in problem.options], dtype=np.int64)
     cards = grid @ np.array([o.cards_per_unit for o in problem.options], dtype=np.int64)
     for k in np.lexsort((cards, cost)):
-        if assignment_fits(demand, cap, grid[k]):
+        if assignment_fits(demand, cap, grid[k], shared=problem.shared):
             return Reference(int(cost[k]), int(cards[k]))
     return Reference(None, None)
 
@@ -162,7 +181,7 @@ def reference_max_scale(problem: FleetProblem) -> float:
     assert problem.budget_usd_per_hour is not None
     demand, cap = _arrays(problem)
     budget_cents = math.floor(problem.budget_usd_per_hour * 100 + 1e-6)
-    usable = _usable(demand, cap)
+    usable = _usable(demand, cap, problem.shared)
     card_cap = dict(problem.max_cards)
     ranges = []
     for g, option in enumerate(problem.options):
@@ -193,8 +212,20 @@ def reference_max_scale(problem: FleetProblem) -> float:
             for gpu, limit in problem.max_cards
         ):
             continue
-        best = max(best, _max_scale_of(demand, cap, xv))
+        if problem.shared and int((demand > 0).sum()) > 1:
+            best = max(best, _shared_scale_of(demand, cap, xv))
+        else:
+            best = max(best, _max_scale_of(demand, cap, xv))
     return best
+
+
+def _shared_scale_of(demand: Floats, cap: Floats, x: Ints) -> float:
+    dem = np.flatnonzero(demand > 0)
+    return math.fsum(
+        float(x[g]) / math.fsum(float(demand[s] / cap[g, s]) for s in dem)
+        for g in range(len(x))
+        if x[g] > 0 and all(cap[g, s] > 0 for s in dem)
+    )
 
 
 def _max_scale_of(demand: Floats, cap: Floats, x: Ints) -> float:
