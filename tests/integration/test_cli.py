@@ -549,9 +549,12 @@ def test_plan_options_and_a_request_file_give_the_same_plan(
     assert single["mixing"]["rule"] == "single_type_required"
 
 
-def test_plan_routing_option_matches_the_body(env: dict[str, str], tmp_path: Path) -> None:
+def test_plan_routing_and_spread_options_match_the_body(
+    env: dict[str, str], tmp_path: Path
+) -> None:
     options = ["plan", "--model", "llama-3.1-8b", "--qps", "4", "--mix", "0.7:300:100"]
-    options += ["--mix", "0.3:3000:200", "--gpus", "l4,h100", "--routing", "shared", "--json"]
+    options += ["--mix", "0.3:3000:200", "--gpus", "l4,h100", "--routing", "shared"]
+    options += ["--min-replicas", "2", "--min-providers", "2", "--min-regions", "2", "--json"]
     body = {
         "model": "llama-3.1-8b",
         "workload": {
@@ -561,7 +564,11 @@ def test_plan_routing_option_matches_the_body(env: dict[str, str], tmp_path: Pat
                 {"share": 0.3, "prompt_tokens": 3000, "output_tokens": 200},
             ],
         },
-        "constraints": {"gpus": ["l4", "h100"]},
+        "constraints": {
+            "gpus": ["l4", "h100"],
+            "min_replicas": 2,
+            "spread": {"min_providers": 2, "min_regions": 2},
+        },
         "routing": "shared",
     }
     path = tmp_path / "body.json"
@@ -569,6 +576,8 @@ def test_plan_routing_option_matches_the_body(env: dict[str, str], tmp_path: Pat
     flat = json.loads(run(options, env).stdout)
     assert flat == json.loads(run(["plan", "--request", str(path), "--json"], env).stdout)
     assert flat["request"]["routing"] == "shared" and flat["routing"]["mode"] == "shared"
+    assert flat["request"]["constraints"]["spread"] == {"min_providers": 2, "min_regions": 2}
+    assert flat["redundancy"]["without_worst_provider_percent"] >= 100
 
 
 def test_estimate_runs_locally(env: dict[str, str]) -> None:

@@ -723,6 +723,9 @@ def test_terraform_http_variant() -> None:
         "allow_mixed_vendors",
         "allow_pcie_tensor_parallel",
         "routing",
+        "spread",
+        "min_providers",
+        "min_regions",
     ):
         assert re.search(rf"\b{attribute}\s*=", text), attribute
     assert "routing" in variables

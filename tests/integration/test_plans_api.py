@@ -323,6 +323,8 @@ QUERY: dict[str, Any] = {
         ({"allow_mixed_vendors": "perhaps"}, 422, "allow_mixed_vendors"),
         ({"headroom": -0.1}, 422, "headroom"),
         ({"routing": "round_robin"}, 422, "routing"),
+        ({"min_providers": 0}, 422, "min_providers"),
+        ({"min_regions": "two"}, 422, "min_regions"),
     ],
 )
 async def test_query_errors_name_the_query_parameter(
@@ -653,3 +655,52 @@ async def test_shared_routing_travels_by_body_query_and_echo(client: Client) -> 
     ).json()
     assert by_query["plan_id"] == by_body["plan_id"]
     assert by_query["request"]["routing"] == "shared"
+
+
+SPREAD_BODY: dict[str, Any] = {
+    "model": "llama-3.1-8b",
+    "workload": {"qps": 12, "prompt_tokens": 512, "output_tokens": 128},
+    "constraints": {
+        "gpus": ["h100", "l40s"],
+        "min_replicas": 2,
+        "spread": {"min_providers": 2, "min_regions": 2},
+    },
+}
+
+
+async def test_min_replicas_and_spread_travel_by_body_query_and_echo(client: Client) -> None:
+    """Every line hosts min_replicas, the fleet spans two providers and survives losing either
+    (plan.redundancy says 100% or more is left); the query string and the echoed request give
+    the same plan; a spread the provider list cannot give is infeasible, naming the setting."""
+    response = await post_plan(client, SPREAD_BODY)
+    assert response.status_code == 200, response.text
+    plan = response.json()
+    assert plan["request"]["constraints"]["spread"] == {"min_providers": 2, "min_regions": 2}
+    assert all(line["replicas"] >= 2 for line in plan["fleet"])
+    redundancy = plan["redundancy"]
+    assert redundancy["providers"] >= 2 and redundancy["regions"] >= 2
+    assert redundancy["without_worst_provider_percent"] >= 100
+    assert redundancy["without_worst_region_percent"] >= 100
+    again = await post_plan(client, plan["request"])
+    assert again.json()["plan_id"] == plan["plan_id"]
+    query: dict[str, Any] = {
+        "model": "llama-3.1-8b",
+        "qps": 12,
+        "prompt_tokens": 512,
+        "output_tokens": 128,
+        "gpus": "h100,l40s",
+        "min_replicas": 2,
+        "min_providers": 2,
+        "min_regions": 2,
+    }
+    by_query = (await client.get("/v1/plan", params=query)).json()
+    assert by_query["plan_id"] == plan["plan_id"]
+    plain = await post_plan(client, {**SPREAD_BODY, "constraints": {"gpus": ["h100", "l40s"]}})
+    assert "spread" not in plain.json()["request"]["constraints"]
+    one_provider = {
+        **SPREAD_BODY,
+        "constraints": {**SPREAD_BODY["constraints"], "providers": ["lambda"]},
+    }
+    infeasible = (await post_plan(client, one_provider)).json()
+    assert infeasible["status"] == "infeasible"
+    assert any("spread.min_providers is 2" in s for s in infeasible["explanation"])

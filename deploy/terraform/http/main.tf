@@ -13,9 +13,11 @@ locals {
   budget   = { for k, v in var.budget : k => v if v != null }
   workload = { for k, v in var.workload : k => v if v != null }
   mixing   = try({ for k, v in var.constraints.mixing : k => v if v != null }, {})
+  spread   = try({ for k, v in var.constraints.spread : k => v if v != null }, {})
   constraints = merge(
-    { for k, v in var.constraints : k => v if v != null && k != "mixing" },
+    { for k, v in var.constraints : k => v if v != null && !contains(["mixing", "spread"], k) },
     length(local.mixing) > 0 ? { mixing = local.mixing } : {},
+    length(local.spread) > 0 ? { spread = local.spread } : {},
   )
 
   request = {

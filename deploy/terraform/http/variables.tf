@@ -80,7 +80,9 @@ variable "constraints" {
       allow_mix    whether the fleet may mix GPU types
       headroom     spare capacity as a fraction of the load, e.g. 0.2 (null: the performance
                    model's validation error for each card's GPU family)
-      min_replicas lower bound on serving replicas (for redundancy)
+      min_replicas fewest replicas on every fleet line (for redundancy; default 1)
+      spread       { min_providers, min_regions }: fewest providers / regions the fleet uses;
+                   from 2 up it survives losing any one of them (default 1: no condition)
       allow_pcie_tensor_parallel  tensor parallelism over PCIe (gpuplan's default: true)
       mixing       { max_gpu_types (default 2), min_mix_savings_percent (default 10),
                      allow_mixed_vendors (default false) }
@@ -100,6 +102,10 @@ variable "constraints" {
       max_gpu_types           = optional(number)
       min_mix_savings_percent = optional(number)
       allow_mixed_vendors     = optional(bool)
+    }))
+    spread = optional(object({
+      min_providers = optional(number)
+      min_regions   = optional(number)
     }))
   })
   default = {}

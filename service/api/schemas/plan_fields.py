@@ -72,7 +72,17 @@ PLAN_FIELDS: tuple[FlatField, ...] = (
     FlatField("engine_version", "engine_version", "Engine release, e.g. 0.6 (default: newest)."),
     FlatField("calibration", "calibration", "Calibration profile: name, name@vN or reference."),
     FlatField("headroom", "constraints.headroom"),
-    FlatField("min_replicas", "constraints.min_replicas"),
+    FlatField("min_replicas", "constraints.min_replicas", "Fewest replicas on every fleet line."),
+    FlatField(
+        "min_providers",
+        "constraints.spread.min_providers",
+        "Fewest providers; from 2 up the fleet survives losing any one.",
+    ),
+    FlatField(
+        "min_regions",
+        "constraints.spread.min_regions",
+        "Fewest regions; from 2 up the fleet survives losing any one.",
+    ),
     FlatField("allow_mix", "constraints.allow_mix", cli_off="single-type"),
     FlatField(
         "allow_pcie_tensor_parallel",

@@ -27,6 +27,7 @@ from service.domain.planner import (
     MixShare,
     OwnedCost,
     PlanDraft,
+    Spread,
     WorkloadDraft,
 )
 from service.domain.vocabulary import (
@@ -39,6 +40,8 @@ from service.domain.vocabulary import (
 )
 
 MAX_BUCKETS = 16
+MAX_PLACES = 16
+"""Most providers or regions a spread may ask for."""
 MAX_TOKENS = 2_000_000
 MIN_QPS = MIN_SHAPE_QPS
 """Requests per second, at least (see ``MIN_SHAPE_QPS``); each shape of a mix must carry it too."""
@@ -160,6 +163,32 @@ class MixingIn(WireIn, kw_only=True):
         )
 
 
+class SpreadIn(WireIn, kw_only=True):
+    """Where the fleet must be spread; from 2 up it also survives losing any one."""
+
+    min_providers: Annotated[
+        int,
+        Meta(
+            ge=1,
+            le=MAX_PLACES,
+            description="Fewest distinct providers the fleet uses; from 2 up, losing any one "
+            "provider leaves the rest carrying the whole target load within the SLO.",
+        ),
+    ] = 1
+    min_regions: Annotated[
+        int,
+        Meta(
+            ge=1,
+            le=MAX_PLACES,
+            description="Fewest distinct regions (a provider's region) the fleet uses; from 2 "
+            "up, losing any one region leaves the rest carrying the whole target load.",
+        ),
+    ] = 1
+
+    def to_domain(self) -> Spread:
+        return Spread(self.min_providers, self.min_regions)
+
+
 class ConstraintsIn(WireIn, kw_only=True):
     gpus: Annotated[list[GpuName], Meta(min_length=1, max_length=64)] | None = None
     exclude_gpus: Annotated[list[GpuName], Meta(max_length=64)] = msgspec.field(
@@ -187,7 +216,13 @@ class ConstraintsIn(WireIn, kw_only=True):
         | None
     ) = None
     min_replicas: Annotated[
-        int, Meta(ge=0, le=100_000, description="Fewest replicas in the fleet.")
+        int,
+        Meta(
+            ge=0,
+            le=100_000,
+            description="Fewest replicas on every fleet line (GPU, tensor-parallel degree and "
+            "offer): 2 keeps each line serving after it loses a replica.",
+        ),
     ] = 1
     tensor_parallel: Annotated[list[TensorParallel], Meta(min_length=1, max_length=8)] = (
         msgspec.field(default_factory=lambda: [1, 2, 4, 8])
@@ -203,6 +238,7 @@ class ConstraintsIn(WireIn, kw_only=True):
     # null (as a plan's echoed request shows it for other pricing kinds): the defaults.
     owned: OwnedCostIn | None = None
     mixing: MixingIn = msgspec.field(default_factory=MixingIn)
+    spread: SpreadIn = msgspec.field(default_factory=SpreadIn)
     allow_marketplaces: Annotated[
         bool,
         Meta(
@@ -236,6 +272,7 @@ class ConstraintsIn(WireIn, kw_only=True):
                 tuple(o.usd_per_kwh_by_gpu.items()),
             ),
             mixing=self.mixing.to_draft(),
+            spread=self.spread.to_domain(),
         )
 
 

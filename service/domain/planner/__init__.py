@@ -37,6 +37,7 @@ from service.domain.planner.request import (
     PlanDefaults,
     PlanPolicy,
     PlanRequest,
+    Spread,
     WorkloadBucket,
 )
 from service.domain.planner.result import (
@@ -90,6 +91,7 @@ __all__ = [
     "RoutingMode",
     "Savings",
     "SolvedPlan",
+    "Spread",
     "WorkloadBucket",
     "WorkloadDraft",
     "canonical_bytes",

@@ -156,6 +156,8 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
                         usd_per_hour=usd,
                         capacity_qps=tuple(cap.qps * replicas / derate for cap in caps),
                         replicas_per_unit=replicas,
+                        provider=offer.provider,
+                        region=offer.region,
                     ),
                     offer=offer,
                     deployment=dep,
@@ -252,4 +254,7 @@ def fleet_problem(request: PlanRequest, candidates: Candidates) -> FleetProblem:
         budget_usd_per_hour=request.budget_usd_per_hour,
         time_limit_s=request.time_limit_s,
         shared=request.routing == "shared",
+        line_min_replicas=c.min_replicas,
+        min_providers=c.spread.min_providers,
+        min_regions=c.spread.min_regions,
     )

@@ -275,4 +275,5 @@ def _constraints(
         owned=owned,
         mixing=mixing,
         allow_marketplaces=c.allow_marketplaces,
+        spread=c.spread,
     )

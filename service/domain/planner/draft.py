@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from service.domain.perfmodel import Slo
-from service.domain.planner.request import OwnedCost
+from service.domain.planner.request import OwnedCost, Spread
 from service.domain.vocabulary import Engine, KvPrecision, Precision, PricingChoice, RoutingMode
 
 
@@ -74,6 +74,7 @@ class ConstraintsDraft:
     owned: OwnedCost = field(default_factory=OwnedCost)
     mixing: MixingDraft = field(default_factory=MixingDraft)
     allow_marketplaces: bool = False
+    spread: Spread = field(default_factory=Spread)
 
 
 DEFAULT_SLO = Slo(ttft_ms=None, tpot_ms=None, e2e_ms=None, percentile=95.0)

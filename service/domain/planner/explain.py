@@ -155,15 +155,16 @@ def explain(
 def _constraint_costs(
     request: PlanRequest, problem: FleetProblem, solution: FleetSolution
 ) -> list[str]:
-    """What each availability cap and the redundancy floor cost, priced by re-solving without
-    it (one MILP each); constraints that cost nothing are not mentioned.
-
-    Caps are priced even when not tight (a cap can push the fleet off a GPU entirely); the
-    redundancy floor only when tight, since a slack floor cannot cost anything."""
+    """What each availability cap, the per-line replica floor and the spread cost, priced by
+    re-solving without it (one MILP each, only for what the request sets); constraints that
+    cost nothing are not mentioned. Caps are priced even when not tight (a cap can push the
+    fleet off a GPU entirely)."""
     c = request.constraints
     labels = tuple(f"max_cards:{gpu}" for gpu, _ in c.max_cards)
-    if c.min_replicas > 1 and "min_replicas" in solution.binding:
+    if c.min_replicas > 1:
         labels += ("min_replicas",)
+    if c.spread.asked:
+        labels += ("spread",)
     if not labels or not solution.has_fleet:
         return []
     out = []
@@ -179,8 +180,14 @@ def _constraint_costs(
             )
         elif kind == "min_replicas":
             out.append(
-                f"min_replicas={c.min_replicas} adds {_money(saved)}/hour over what the load "
-                "alone needs."
+                f"min_replicas={c.min_replicas} (on every line) adds {_money(saved)}/hour over "
+                "what the load alone needs."
+            )
+        elif kind == "spread":
+            out.append(
+                f"Spread (min_providers={c.spread.min_providers}, "
+                f"min_regions={c.spread.min_regions}) adds {_money(saved)}/hour: the fleet "
+                "carries the whole load after losing any one of them."
             )
     return out
 

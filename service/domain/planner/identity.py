@@ -6,7 +6,9 @@ bytes)``, first 32 hex digits; the policy key spells the service's planning poli
 canonical bytes are the JSON of :func:`canonical_document` with keys sorted (msgspec, so
 floats, datetimes and Unicode are spelt one way). The catalog revision is in the
 id, so any catalog write gives every request a new plan id. Change ``PLAN_ID_VERSION`` only
-when the canonical bytes of some request must change: it re-keys every plan.
+when the canonical bytes of some request must change, or when the same bytes now ask for
+something else: it re-keys every plan. (6: ``min_replicas`` counts per fleet line, where it
+counted the whole fleet.)
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ from typing import Any
 
 import msgspec
 
-from service.domain.planner.request import PlanRequest
+from service.domain.planner.request import PlanRequest, Spread
 from service.domain.planner.result import Plan
 
-PLAN_ID_VERSION = 5
+PLAN_ID_VERSION = 6
 
 _sorted_json = msgspec.json.Encoder(order="sorted")
 
@@ -77,6 +79,17 @@ def canonical_document(request: PlanRequest) -> dict[str, Any]:
                 "allow_mixed_vendors": c.mixing.allow_mixed_vendors,
             },
             "allow_marketplaces": c.allow_marketplaces,
+            # Only when asked, so requests without it keep their canonical bytes.
+            **(
+                {
+                    "spread": {
+                        "min_providers": c.spread.min_providers,
+                        "min_regions": c.spread.min_regions,
+                    }
+                }
+                if c.spread != Spread()
+                else {}
+            ),
             "owned": {
                 "amortization_months": owned.amortization_months,
                 "usd_per_kwh": owned.usd_per_kwh,

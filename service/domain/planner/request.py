@@ -71,6 +71,22 @@ class MixingPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class Spread:
+    """Where the fleet must be spread. ``min_providers`` / ``min_regions`` (a region is a
+    provider's): the fleet uses at least that many; from 2 up it also survives losing any one
+    of them, the rest carrying the whole target load (headroom included) within the SLO.
+    1 (the default): no condition, since one provider is what most teams buy from."""
+
+    min_providers: int = 1
+    min_regions: int = 1
+
+    @property
+    def asked(self) -> bool:
+        """Whether any condition is set (a value of 2 or more)."""
+        return self.min_providers >= 2 or self.min_regions >= 2
+
+
+@dataclass(frozen=True, slots=True)
 class PlanPolicy:
     """How this service plans beyond what a request says (service settings): part of every
     plan's id, since it changes the answer, but not of the canonical request a caller can POST
@@ -119,7 +135,9 @@ class PlanConstraints:
     ``pricing = "owned"`` amortises purchase prices and adds power (``owned``). ``headroom``
     ``None``: each card's capacity is derated by the model's validation error for its GPU
     family and the engine (``perfmodel.headroom``); a number applies that fraction to every
-    card."""
+    card. ``min_replicas``: every fleet line (GPU, tensor-parallel degree, offer) hosts at least
+    this many replicas. ``spread``: how many providers and regions the fleet spans and
+    survives losing (:class:`Spread`)."""
 
     gpus: tuple[str, ...] | None = None
     exclude_gpus: tuple[str, ...] = ()
@@ -135,6 +153,7 @@ class PlanConstraints:
     owned: OwnedCost = field(default_factory=OwnedCost)
     mixing: MixingPolicy = field(default_factory=MixingPolicy)
     allow_marketplaces: bool = False
+    spread: Spread = field(default_factory=Spread)
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,17 +54,17 @@ def _max_scale(canon: Canon, gpu_id: str | None) -> float:
     (a lower bound)."""
     if not bool(canon.demanded.any()) or canon.budget_units is None:
         return 0.0
-    if diagnose.coverage_reasons(canon, gpu_id):
+    if diagnose.coverage_reasons(canon, gpu_id) or diagnose.spread_reasons(canon, gpu_id):
         return 0.0
     sel = select(canon, Mode.SCALE, gpu_id)
     if sel.size == 0:
         return 0.0
-    if sel.size == 1 and not sel.single_type:
+    if sel.size == 1 and not sel.single_type and not canon.spread:
         g = int(sel.cols[0])
         if bool(np.any(canon.cap[canon.demanded, g] <= 0.0)):
             return 0.0
         units = float(sel.upper[0])
-        if units * float(canon.rpu[g]) < canon.min_replicas:
+        if units * float(canon.rpu[g]) < canon.min_replicas or units < canon.line_units[g]:
             return 0.0
         return units / float(load_units(canon, sel.cols)[0])
     model, lay = scale_model(canon, sel)

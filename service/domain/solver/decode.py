@@ -22,8 +22,9 @@ _SERVED_RTOL = 1e-9
 
 def fleet_from_values(canon: Canon, lay: Layout, values: FloatArray) -> Fleet:
     """The fleet a HiGHS solution describes: ``x`` rounded to whole units, and the served
-    rates (requests/s, headroom included) from the ``z`` columns, or, with one demanded shape
-    (no ``z`` columns), split over the units in proportion to their capacity."""
+    rates (requests/s, headroom included) from the ``z`` columns (averaged with the survival
+    scenarios' under spread), or, with one demanded shape or shared routing (no ``z``
+    columns), split over the units in proportion to their capacity."""
     x = np.zeros(len(canon.keys), dtype=np.int64)
     x[lay.sel.cols] = np.rint(values[: lay.n_x]).astype(np.int64)
     served = np.zeros_like(canon.cap)
@@ -40,7 +41,26 @@ def fleet_from_values(canon: Canon, lay: Layout, values: FloatArray) -> Fleet:
         return Fleet(x, served)
     z = np.maximum(values[lay.z0 : lay.y0], 0.0)
     served[lay.pair_s, lay.sel.cols[lay.pair_j]] = z
-    return Fleet(x, served)
+    return Fleet(x, _with_survivors(lay, values, served))
+
+
+def _with_survivors(lay: Layout, values: FloatArray, served: FloatArray) -> FloatArray:
+    """With spread, the mean of the assignment and every survival scenario's (C9): each of
+    them serves every bucket within the units, so their mean does too, and it spreads the
+    load over all the lines (active-active) where the assignment alone may leave the lines
+    kept for a lost provider idle."""
+    places = lay.spread
+    if places.sz_s.size == 0:
+        return served
+    total = served.copy()
+    scenario_z = np.maximum(values[lay.sz0 : lay.e0], 0.0)
+    for q in range(places.lost_place.size):
+        mine = places.sz_q == q
+        one = np.zeros_like(served)
+        one[places.sz_s[mine], lay.sel.cols[places.sz_j[mine]]] = scenario_z[mine]
+        total += one
+    out: FloatArray = total / float(1 + places.lost_place.size)
+    return out
 
 
 def fleet_cost_units(canon: Canon, fleet: Fleet) -> float:

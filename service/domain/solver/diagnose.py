@@ -13,10 +13,13 @@ import numpy as np
 
 from service.domain.solver.problem import Reason, ReasonCode
 from service.domain.solver.prune import (
+    PLACE_KINDS,
     Canon,
     FloatArray,
     IntArray,
     cap_bound,
+    place_names,
+    places_of,
     usable_options,
 )
 
@@ -213,6 +216,97 @@ def min_replicas_reason(canon: Canon, gpu_id: str | None) -> Reason | None:
             f"min_replicas is {canon.min_replicas} but the caps allow at most "
             f"{int(allowed)} model replicas"
         ),
+    )
+
+
+def spread_reasons(canon: Canon, gpu_id: str | None) -> tuple[Reason, ...]:
+    """Why no fleet can meet ``min_providers`` / ``min_regions`` whatever the caps: fewer
+    places offer a usable option (of ``gpu_id``, when given) than asked for, or losing one of
+    them leaves a demanded shape no option elsewhere serves (from 2 up the fleet must survive
+    that). Nothing when no fleet is needed."""
+    if not canon.needs_fleet:
+        return ()
+    scope = usable_options(canon, gpu_id)
+    where = f" of {gpu_id}" if gpu_id is not None else ""
+    out: list[Reason] = []
+    for kind, least in enumerate((canon.min_providers, canon.min_regions)):
+        if least < 2:
+            continue
+        setting = f"min_{PLACE_KINDS[kind]}"
+        place = places_of(canon, kind)
+        names = place_names(canon, kind)
+        present = [int(p) for p in np.unique(place[scope])]
+        if len(present) < least:
+            listed = ", ".join(names[p] for p in present) or "none"
+            out.append(
+                Reason(
+                    ReasonCode.SPREAD,
+                    setting,
+                    shortfall=float(least - len(present)),
+                    message=f"spread.{setting} is {least} but only {len(present)} "
+                    f"{PLACE_KINDS[kind]} offer a usable option{where} ({listed})",
+                )
+            )
+            continue
+        for p in present:
+            rest = scope & (place != p)
+            gaps = _orphaned(canon, rest)
+            if gaps:
+                out.append(
+                    Reason(
+                        ReasonCode.SPREAD,
+                        setting,
+                        buckets=gaps,
+                        message=f"losing {PLACE_KINDS[kind][:-1]} {names[p]} leaves no option"
+                        f"{where} that serves bucket(s) {', '.join(gaps)}, so no fleet survives "
+                        f"it (spread.{setting} is {least})",
+                    )
+                )
+                break
+    return tuple(out)
+
+
+def _orphaned(canon: Canon, rest: np.ndarray) -> tuple[str, ...]:
+    """Demanded buckets the options in ``rest`` cannot serve (all of them, with shared
+    routing, when none of them is left: each serves the whole mix or is not usable)."""
+    if canon.shared:
+        return () if bool(rest.any()) else _unservable(canon, rest)
+    return _unservable(canon, rest)
+
+
+def spread_fit_reason(canon: Canon) -> Reason:
+    """Spread is possible place by place, but not together with the other constraints."""
+    asked = [
+        f"spread.min_{PLACE_KINDS[kind]}={least}"
+        for kind, least in enumerate((canon.min_providers, canon.min_regions))
+        if least >= 2
+    ]
+    setting = "min_regions" if canon.min_regions >= 2 else "min_providers"
+    return Reason(
+        ReasonCode.SPREAD,
+        setting,
+        message=f"no fleet meets {' and '.join(asked)} together with the other constraints",
+    )
+
+
+def line_min_replicas_reason(canon: Canon, gpu_id: str | None) -> Reason | None:
+    """``line_min_replicas`` when the caps let no usable option host that many replicas on its
+    own line (``min(max_units, floor(max_cards / tp)) * rpu``)."""
+    if canon.line_min_replicas < 2:
+        return None
+    scope = usable_options(canon, gpu_id)
+    if not bool(scope.any()):
+        return None
+    most = float(np.max(cap_bound(canon)[scope] * canon.rpu[scope]))
+    if most >= canon.line_min_replicas:
+        return None
+    where = f" of {gpu_id}" if gpu_id is not None else ""
+    return Reason(
+        ReasonCode.LINE_MIN_REPLICAS,
+        gpu_id or "",
+        shortfall=canon.line_min_replicas - most,
+        message=f"min_replicas is {canon.line_min_replicas} per line but the caps allow at "
+        f"most {int(most)} replicas on any one line{where}",
     )
 
 

@@ -13,6 +13,10 @@ One option ``g``: ``x = max(ceil(m / r[g]), ceil(L[g]))`` if within its bound.
 With shared routing (every unit serves the whole mix) two options split the mix in one
 fraction: ``x[a]`` units carry ``x[a] / L[a]`` of it and ``b`` the rest.
 
+A line minimum (``n[g] = ceil(line_min_replicas / r[g])`` units of a used option) rules out
+counts ``0 < x[a] < n[a]`` and raises a used ``b`` to ``n[b]``. Spread (a fleet surviving the
+loss of a provider or region) is left to the MILP.
+
 Two options ``a``, ``b``: for fixed ``x[a]``, the load ``b`` must carry is the minimum of a
 fractional knapsack: ``a``'s unit-time goes to the shapes in decreasing order of
 ``cap[s,a] / cap[s,b]`` (each second of ``a`` removes the most ``b``-time there), after the
@@ -52,7 +56,7 @@ def exact_fleet(canon: Canon, sel: Selection) -> tuple[bool, Fleet | None]:
     (use the MILP); ``fleet`` is ``None`` when handled and infeasible."""
     gpus = canon.gpu_of[sel.cols]
     groups = [np.flatnonzero(gpus == i) for i in np.unique(gpus)]
-    if float(np.min(sel.upper)) > MAX_ENUMERATED:
+    if float(np.min(sel.upper)) > MAX_ENUMERATED or canon.spread:
         return False, None
     if sel.single_type:
         if any(group.size > MAX_EXACT_OPTIONS for group in groups):
@@ -105,7 +109,18 @@ def _two_shared(canon: Canon, sel: Selection, j_a: int, j_b: int) -> Fleet | Non
     left = np.maximum(0.0, 1.0 - x_a / float(load[0]))
     missing = float(canon.min_replicas) - x_a * float(canon.rpu[g_a])
     x_b = np.maximum(ceil_load(left * float(load[1])), units_for_replicas(missing, canon.rpu[g_b]))
-    return _best_pair(canon, g_a, g_b, x_a, x_b, x_b <= u_b)
+    x_b, ok = _line_minimum(canon, g_a, g_b, x_a, x_b)
+    return _best_pair(canon, g_a, g_b, x_a, x_b, ok & (x_b <= u_b))
+
+
+def _line_minimum(
+    canon: Canon, g_a: int, g_b: int, x_a: np.ndarray, x_b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """C7: a used line has at least ``n[g]`` units. ``b`` is raised to its minimum where it is
+    used (more units only carry more); counts of ``a`` below its minimum are ruled out."""
+    n_a, n_b = float(canon.line_units[g_a]), float(canon.line_units[g_b])
+    x_b = np.where(x_b > 0.0, np.maximum(x_b, n_b), 0.0)
+    return x_b, (x_a == 0.0) | (x_a >= n_a)
 
 
 def _best_pair(
@@ -162,7 +177,8 @@ def _two(canon: Canon, sel: Selection, j_a: int, j_b: int) -> Fleet | None:
     # C4: b hosts the replicas a does not, r[a] x[a] + r[b] x[b] >= m.
     missing = float(canon.min_replicas) - x_a * float(canon.rpu[g_a])
     x_b = np.maximum(ceil_load(load_b), units_for_replicas(missing, canon.rpu[g_b]))
-    ok = (x_a >= float(ceil_load(np.array([forced_a]))[0])) & (x_b <= u_b)
+    x_b, fits_lines = _line_minimum(canon, g_a, g_b, x_a, x_b)
+    ok = fits_lines & (x_a >= float(ceil_load(np.array([forced_a]))[0])) & (x_b <= u_b)
     i_a, i_b = int(canon.gpu_of[g_a]), int(canon.gpu_of[g_b])
     cards = x_a * float(canon.tp[g_a]) + x_b * float(canon.tp[g_b])
     if i_a == i_b and math.isfinite(canon.card_cap[i_a]):

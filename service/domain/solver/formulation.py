@@ -16,6 +16,8 @@ Notation (indices: ``s`` bucket, ``g`` option, ``i`` GPU id; ``gpu(g)`` is optio
     u[g]     unit cap of offer g (FleetOption.max_units, in units; inf if none)
     K[i]     card cap of GPU i (max_cards, inf if none)
     m        min_replicas (model replicas);  B  budget, USD/hour
+    n[g]     ceil(line_min_replicas / r[g]): the fewest units of g a used line may have
+    P, R     providers, regions (a region is one provider's); q ranges over the lost place
 
 Variables::
 
@@ -23,6 +25,11 @@ Variables::
     z[s,g] >= 0      requests/s of bucket s served by g (only where cap[s,g] > 0)
     y[i]   in {0,1}  GPU i is used (only when allow_mix is False and >1 GPU remains, or
                      max_gpu_types = T >= 2 and more than T GPUs remain)
+    w[g]   in {0,1}  line g is used (only for options with n[g] >= 2)
+    v[p]   in {0,1}  provider (region) p is used (only when min_providers (min_regions) >= 2)
+    z_q[s,g] >= 0    requests/s of bucket s served by g once place q is lost (only with
+                     spread, g outside q, cap[s,g] > 0; aggregated like C1+C2 when one shape
+                     is demanded or routing is shared)
 
 Objective (USD/hour)::
 
@@ -39,6 +46,12 @@ Constraints (labelled the same way in the code)::
     C5 single type  sum_i y[i] = 1;  x[g] <= U[g] * y[gpu(g)]   when allow_mix is False
        type limit   sum_i y[i] <= T; x[g] <= U[g] * y[gpu(g)]   when max_gpu_types = T >= 2
     C6 budget       sum_g c[g] * x[g] <= B                      (only in the load-scaling solve)
+    C7 line minimum n[g] * w[g] <= x[g] <= U[g] * w[g]         for every g with n[g] >= 2
+    C8 spread count v[p] <= sum_{g in p} x[g];  sum_p v[p] >= k  (k = min_providers or
+                    min_regions >= 2; per providers and per regions)
+    C9 survival     for every place q the fleet could use (providers when min_providers >= 2,
+                    regions when min_regions >= 2): C1 and C2 over z_q and the options
+                    outside q, with the same x: the rest of the fleet carries every D[s]
 
 Shared routing (``FleetProblem.shared``, more than one demanded shape): every unit serves the
 whole mix, so option g carries the same fraction f[g] of every shape, z[s,g] = f[g] * D[s], and
@@ -64,7 +77,9 @@ ceil(L[g])))`` with ``L[g] = sum_s D[s] / cap[s,g]`` over the shapes g can serve
 g than needed to carry all the load g could carry alone and to host m replicas alone can be
 removed at a strictly lower cost (g alone still carries its load and hosts
 ``r[g] * ceil(m / r[g]) >= m`` replicas). In the load-scaling solve,
-``U[g] = min(u[g], floor(K / tp[g]), floor(B / c[g]))``.
+``U[g] = min(u[g], floor(K / tp[g]), floor(B / c[g]))``. The same argument holds with C7-C9
+when the bound is raised to ``n[g]`` wherever it is not 0 (g then keeps at least ``n[g]``
+units), and in every survival scenario that keeps g, g alone still carries all it can serve.
 
 Optimality and ties. Every solve asks HiGHS for a relative MIP gap of 0 (its absolute gap 1e-6 is
 below one cost unit, and HiGHS detects the integral objective), under ``time_limit_s``. Among
@@ -113,18 +128,45 @@ from service.domain.solver.prune import (
     Selection,
     load_units,
     need_units,
+    places_of,
 )
 
 
 @dataclass(frozen=True, slots=True)
+class PlaceColumns:
+    """The C7-C9 columns of one model (all empty without line minimums or spread).
+
+    ``w_j``: selection index of each line-use binary ``w`` (C7). ``v_place``: per place
+    binary ``v`` (C8), the place's index in ``place_of`` of its kind ``v_kind`` (0 providers,
+    1 regions). ``lost_kind`` / ``lost_place``: per survival scenario (C9) the place lost.
+    ``sz_s`` / ``sz_j`` / ``sz_q``: bucket, selection index and scenario of each scenario
+    ``z`` column (none when C1+C2 are aggregated)."""
+
+    w_j: IntArray
+    v_kind: IntArray
+    v_place: IntArray
+    lost_kind: IntArray
+    lost_place: IntArray
+    sz_s: IntArray
+    sz_j: IntArray
+    sz_q: IntArray
+
+    @property
+    def n_cols(self) -> int:
+        return int(self.w_j.size + self.v_place.size + self.sz_s.size)
+
+
+@dataclass(frozen=True, slots=True)
 class Layout:
-    """Column map of one model: x first, then z pairs, then y, then extra columns."""
+    """Column map of one model: x first, then z pairs, then y, then the C7-C9 columns (w, v,
+    scenario z), then extra columns."""
 
     sel: Selection
     pair_s: IntArray  # bucket index (canon) of each z column
     pair_j: IntArray  # selection index of each z column
     y_gpus: IntArray  # canon GPU index of each y column
-    extra: int  # columns after y (lambda, or slacks)
+    extra: int  # columns after the rest (lambda, or slacks)
+    spread: PlaceColumns
 
     @property
     def n_x(self) -> int:
@@ -139,8 +181,20 @@ class Layout:
         return self.n_x + int(self.pair_s.size)
 
     @property
-    def e0(self) -> int:
+    def w0(self) -> int:
         return self.y0 + int(self.y_gpus.size)
+
+    @property
+    def v0(self) -> int:
+        return self.w0 + int(self.spread.w_j.size)
+
+    @property
+    def sz0(self) -> int:
+        return self.v0 + int(self.spread.v_place.size)
+
+    @property
+    def e0(self) -> int:
+        return self.w0 + self.spread.n_cols
 
     @property
     def n_cols(self) -> int:
@@ -209,7 +263,58 @@ def _layout(canon: Canon, sel: Selection, extra: int = 0) -> Layout:
         if sel.type_rows
         else np.zeros(0, np.int64)
     )
-    return Layout(sel, pair_s.astype(np.int64), pair_j.astype(np.int64), y_gpus, extra)
+    return Layout(
+        sel,
+        pair_s.astype(np.int64),
+        pair_j.astype(np.int64),
+        y_gpus,
+        extra,
+        _spread_layout(canon, sel, aggregate=int(demanded.sum()) == 1 or canon.shared),
+    )
+
+
+def _ints(values: list[int]) -> IntArray:
+    return np.array(values, dtype=np.int64)
+
+
+def _spread_layout(canon: Canon, sel: Selection, *, aggregate: bool) -> PlaceColumns:
+    empty = np.zeros(0, np.int64)
+    w_j = np.flatnonzero(canon.line_units[sel.cols] >= 2.0).astype(np.int64)
+    v_kind: list[int] = []
+    v_place: list[int] = []
+    lost_kind: list[int] = []
+    lost_place: list[int] = []
+    for kind, least in ((0, canon.min_providers), (1, canon.min_regions)):
+        if least < 2 or not canon.needs_fleet:
+            continue
+        present = np.unique(places_of(canon, kind)[sel.cols])
+        v_kind += [kind] * present.size
+        v_place += present.tolist()
+        lost_kind += [kind] * present.size
+        lost_place += present.tolist()
+    sz_s, sz_j, sz_q = empty, empty, empty
+    if lost_place and not aggregate:
+        parts_s, parts_j, parts_q = [], [], []
+        servable = (canon.cap[:, sel.cols] > 0.0) & canon.demanded[:, None]
+        for q, (kind, place) in enumerate(zip(lost_kind, lost_place, strict=True)):
+            kept = places_of(canon, kind)[sel.cols] != place
+            s, j = np.nonzero(servable & kept[None, :])
+            parts_s.append(s)
+            parts_j.append(j)
+            parts_q.append(np.full(s.size, q))
+        sz_s = np.concatenate(parts_s).astype(np.int64)
+        sz_j = np.concatenate(parts_j).astype(np.int64)
+        sz_q = np.concatenate(parts_q).astype(np.int64)
+    return PlaceColumns(
+        w_j=w_j,
+        v_kind=_ints(v_kind),
+        v_place=_ints(v_place),
+        lost_kind=_ints(lost_kind),
+        lost_place=_ints(lost_place),
+        sz_s=sz_s,
+        sz_j=sz_j,
+        sz_q=sz_q,
+    )
 
 
 def _core_rows(canon: Canon, lay: Layout, *, scale_col: int | None, soft_caps: bool) -> _Rows:
@@ -222,11 +327,13 @@ def _core_rows(canon: Canon, lay: Layout, *, scale_col: int | None, soft_caps: b
     demand = canon.demand
 
     demanded = np.flatnonzero(canon.demanded)
+    agg_vals: FloatArray | None = None  # C1+C2 in one row: its coefficients per x column
     if demanded.size == 1:
         # C1 + C2 with one shape: z[s,g] = cap[s,g] * (time share) fits iff
         # sum_g cap[s,g] x[g] >= D[s] (or >= D[s] lam); divided by D[s]. Pure integer row.
         only = int(demanded[0])
         vals = canon.cap[only, sel.cols] / demand[only]
+        agg_vals = vals
         if scale_col is None:
             rows.add(np.arange(n_x), vals, 1.0, np.inf)
         else:
@@ -236,6 +343,7 @@ def _core_rows(canon: Canon, lay: Layout, *, scale_col: int | None, soft_caps: b
         # C1+C2 shared: sum_g x[g] / L[g] >= 1 (or - lam >= 0); every selected option serves
         # every demanded shape, so L[g] > 0 is finite.
         vals = 1.0 / load_units(canon, sel.cols)
+        agg_vals = vals
         if scale_col is None:
             rows.add(np.arange(n_x), vals, 1.0, np.inf)
         else:
@@ -294,8 +402,77 @@ def _core_rows(canon: Canon, lay: Layout, *, scale_col: int | None, soft_caps: b
         )
         most = 1.0 if sel.single_type else float(sel.max_types)
         least = 1.0 if sel.single_type else 0.0
-        rows.add(np.arange(lay.y0, lay.e0, dtype=np.int64), np.ones(lay.y_gpus.size), least, most)
+        rows.add(np.arange(lay.y0, lay.w0, dtype=np.int64), np.ones(lay.y_gpus.size), least, most)
+    _spread_rows(canon, lay, rows, scale_col, agg_vals)
     return rows
+
+
+def _spread_rows(
+    canon: Canon, lay: Layout, rows: _Rows, scale_col: int | None, agg_vals: FloatArray | None
+) -> None:
+    """C7-C9 over the layout (nothing without line minimums or spread)."""
+    sp, sel = lay.spread, lay.sel
+    # C7 line minimum: x[g] - n[g] w[g] >= 0;  x[g] - U[g] w[g] <= 0
+    if sp.w_j.size:
+        k = np.arange(sp.w_j.size, dtype=np.int64)
+        idx = np.concatenate([k, k])
+        cols = np.concatenate([sp.w_j, lay.w0 + k])
+        n_min = canon.line_units[sel.cols[sp.w_j]]
+        ones = np.ones(k.size)
+        rows.add_block(
+            idx, cols, np.concatenate([ones, -n_min]), np.zeros(k.size), np.full(k.size, np.inf)
+        )
+        rows.add_block(
+            idx,
+            cols,
+            np.concatenate([ones, -sel.upper[sp.w_j]]),
+            np.full(k.size, -np.inf),
+            np.zeros(k.size),
+        )
+    # C8 spread count: v[p] - sum_{g in p} x[g] <= 0;  sum_p v[p] >= k
+    for kind, least in ((0, canon.min_providers), (1, canon.min_regions)):
+        mine = np.flatnonzero(sp.v_kind == kind)
+        if mine.size == 0:
+            continue
+        place_sel = places_of(canon, kind)[sel.cols]
+        for m in mine:
+            members = np.flatnonzero(place_sel == sp.v_place[m]).astype(np.int64)
+            rows.add(
+                np.append(members, lay.v0 + m), np.append(-np.ones(members.size), 1.0), -np.inf, 0
+            )
+        rows.add(lay.v0 + mine.astype(np.int64), np.ones(mine.size), float(least), np.inf)
+    # C9 survival: without place q the rest carries every D[s] (or D[s] lam)
+    demand = canon.demand
+    for q in range(sp.lost_place.size):
+        kept = places_of(canon, int(sp.lost_kind[q]))[sel.cols] != sp.lost_place[q]
+        if agg_vals is not None:
+            cols = np.flatnonzero(kept).astype(np.int64)
+            if scale_col is None:
+                rows.add(cols, agg_vals[cols], 1.0, np.inf)
+            else:
+                rows.add(np.append(cols, scale_col), np.append(agg_vals[cols], -1.0), 0.0, np.inf)
+            continue
+        mine = np.flatnonzero(sp.sz_q == q)
+        z_cols = (lay.sz0 + mine).astype(np.int64)
+        for s in np.flatnonzero(canon.demanded):
+            cols = z_cols[sp.sz_s[mine] == s]
+            vals = np.full(cols.size, 1.0 / demand[s])
+            if scale_col is None:
+                rows.add(cols, vals, 1.0, 1.0)
+            else:
+                rows.add(np.append(cols, scale_col), np.append(vals, -1.0), 0.0, 0.0)
+        js = sp.sz_j[mine]
+        if js.size == 0:
+            continue
+        caps = canon.cap[sp.sz_s[mine], sel.cols[js]]
+        used = np.unique(js)
+        rows.add_block(
+            np.concatenate([np.searchsorted(used, js), np.arange(used.size)]),
+            np.concatenate([z_cols, used]),
+            np.concatenate([1.0 / caps, -np.ones(used.size)]),
+            np.full(used.size, -np.inf),
+            np.zeros(used.size),
+        )
 
 
 def _bounds(canon: Canon, lay: Layout) -> tuple[FloatArray, FloatArray, np.ndarray]:
@@ -306,8 +483,9 @@ def _bounds(canon: Canon, lay: Layout) -> tuple[FloatArray, FloatArray, np.ndarr
     upper[: lay.n_x] = lay.sel.upper
     integrality[: lay.n_x] = 1
     upper[lay.z0 : lay.y0] = canon.demand[lay.pair_s]
-    upper[lay.y0 : lay.e0] = 1.0
-    integrality[lay.y0 : lay.e0] = 1
+    upper[lay.y0 : lay.sz0] = 1.0  # y, w, v binaries
+    integrality[lay.y0 : lay.sz0] = 1
+    upper[lay.sz0 : lay.e0] = canon.demand[lay.spread.sz_s]
     return lower, upper, integrality
 
 
@@ -316,6 +494,8 @@ def cost_upper_bound(canon: Canon, sel: Selection) -> float:
     one-option fleet ``max(ceil(m / r[g]), ceil(L[g]))`` units among options that serve every
     demanded shape within their bound; the whole box ``sum_g c[g] * U[g]`` when there is none."""
     cols = sel.cols
+    if canon.spread:  # one option is never one place short of surviving its own loss
+        return float(np.sum(canon.cost[cols] * sel.upper))
     covers = np.all(canon.cap[canon.demanded][:, cols] > 0.0, axis=0)
     need = need_units(canon, cols)
     fits = covers & (need <= sel.upper)
@@ -388,6 +568,7 @@ def scale_model(canon: Canon, sel: Selection) -> tuple[MilpModel, Layout]:
     c[lam] = -1.0
     col_lo, col_hi, integrality = _bounds(canon, lay)
     col_hi[lay.z0 : lay.y0] = np.inf
+    col_hi[lay.sz0 : lay.e0] = np.inf
     return MilpModel(c, a, lo, hi, col_lo, col_hi, integrality), lay
 
 

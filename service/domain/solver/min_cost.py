@@ -45,7 +45,7 @@ def _empty_fleet(canon: Canon) -> Fleet:
 def minimum_cost_fleet(canon: Canon, gpu_id: str | None) -> FleetSolution:
     """The cheapest fleet in scope (all options, or ``gpu_id``'s), before the budget check:
     coverage reasons, pruning, the exact path or the MILP (with its tie-break), diagnosis."""
-    reasons = diagnose.coverage_reasons(canon, gpu_id)
+    reasons = diagnose.coverage_reasons(canon, gpu_id) or diagnose.spread_reasons(canon, gpu_id)
     if reasons:
         return infeasible_solution(reasons)
     sel = select(canon, Mode.COST, gpu_id)
@@ -111,9 +111,12 @@ def _infeasibility_reasons(canon: Canon, gpu_id: str | None) -> tuple[Reason, ..
     grow (elastic solve: caps soft, minimise cards over them) and, for single-type problems,
     whether a mix would fit."""
     reasons: list[Reason] = []
-    min_rep = diagnose.min_replicas_reason(canon, gpu_id)
-    if min_rep is not None:
-        reasons.append(min_rep)
+    for blamed in (
+        diagnose.line_min_replicas_reason(canon, gpu_id),
+        diagnose.min_replicas_reason(canon, gpu_id),
+    ):
+        if blamed is not None:
+            reasons.append(blamed)
     sel = select(canon, Mode.ELASTIC, gpu_id)
     if sel.size:
         model, lay, caps = elastic_model(canon, sel)
@@ -125,6 +128,8 @@ def _infeasibility_reasons(canon: Canon, gpu_id: str | None) -> tuple[Reason, ..
                     reasons.append(diagnose.cap_reason(cap_row.code, cap_row.subject, excess))
         elif result.outcome is Outcome.TIME_LIMIT_NO_SOLUTION:
             reasons.append(diagnose.time_limit_reason())
+        elif canon.spread and not reasons:
+            reasons.append(diagnose.spread_fit_reason(canon))
         if gpu_id is None and not canon.allow_mix and len(canon.gpus) > 1 and _mix_fits(canon):
             reasons.append(diagnose.single_type_reason())
     if not reasons:

@@ -63,6 +63,10 @@ class FleetOption:
     * ``max_units``: caps how many UNITS of this offer can be bought (offer availability;
       ``None``: unbounded).
 
+    * ``provider``, ``region``: where the unit runs (a region is a provider's, so two
+      providers' regions of one name are different regions); ``FleetProblem.min_providers`` /
+      ``min_regions`` count and survive losing them. Empty: one unnamed place.
+
     With ``replicas_per_unit == 1`` (the default) a unit is one replica on ``cards_per_unit``
     cards (its tensor-parallel degree).
     """
@@ -74,6 +78,8 @@ class FleetOption:
     capacity_qps: tuple[float, ...]
     max_units: int | None = None
     replicas_per_unit: int = 1
+    provider: str = ""
+    region: str = ""
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -127,6 +133,13 @@ class FleetProblem:
       ``over_budget`` and reports how much load the budget would buy.
     * ``time_limit_s``: wall-clock limit of EACH HiGHS call (a solve makes at most three:
       see :func:`service.domain.solver.min_cost.solve_fleet`).
+    * ``line_min_replicas``: every option the fleet uses hosts at least this many model
+      replicas (``replicas_per_unit[g] * units[g] >= line_min_replicas`` whenever
+      ``units[g] > 0``), so losing one replica of a line leaves the line serving.
+    * ``min_providers``, ``min_regions``: the fleet uses at least this many distinct providers
+      (regions); from 2 up it also survives losing any one of them: the options outside the
+      lost provider (region) still carry every bucket's demand (headroom included). 0 or 1:
+      no condition.
     * ``shared``: every unit bought serves the whole request mix (no shape is sent to a subset
       of the options): each option carries the same fraction of every bucket's demand, so one
       unit of ``g`` carries ``1 / sum_s (share[s] / capacity_qps[s])`` requests/s of the mix
@@ -147,6 +160,9 @@ class FleetProblem:
     time_limit_s: float = 2.0
     max_gpu_types: int = 0
     shared: bool = False
+    line_min_replicas: int = 0
+    min_providers: int = 0
+    min_regions: int = 0
 
     def __post_init__(self) -> None:
         bucket_keys = [b.key for b in self.buckets]
@@ -167,6 +183,9 @@ class FleetProblem:
             raise InvalidInput("min_replicas must be >= 0", field="min_replicas")
         if self.max_gpu_types < 0:
             raise InvalidInput("max_gpu_types must be >= 0", field="max_gpu_types")
+        for name in ("line_min_replicas", "min_providers", "min_regions"):
+            if getattr(self, name) < 0:
+                raise InvalidInput(f"{name} must be >= 0", field=name)
         gpu_ids = [gpu for gpu, _ in self.max_cards]
         if len(set(gpu_ids)) != len(gpu_ids):
             raise InvalidInput("max_cards lists a gpu_id twice", field="max_cards")
@@ -226,6 +245,11 @@ class ReasonCode(enum.StrEnum):
       low; ``shortfall`` = missing UNITS of that option.
     * ``min_replicas``: empty; the caps allow fewer model replicas than ``min_replicas``;
       ``shortfall`` = missing model replicas.
+    * ``line_min_replicas``: empty, or a gpu_id (single-type solves); the caps leave no
+      option able to host ``line_min_replicas`` replicas on its own.
+    * ``spread``: ``min_providers`` or ``min_regions``, the setting no fleet can meet: too
+      few providers (regions) offer a usable option (``shortfall`` = how many more are
+      needed), or losing one leaves a shape nobody else serves.
     * ``budget``: empty; ``shortfall`` = USD/hour above the budget.
     * ``time_limit``: empty; HiGHS stopped before finding (or proving) a fleet.
     * ``solver_error``: empty; HiGHS failed (numerical trouble); not expected in practice.
@@ -240,6 +264,8 @@ class ReasonCode(enum.StrEnum):
     MAX_CARDS = "max_cards"
     MAX_UNITS = "max_units"
     MIN_REPLICAS = "min_replicas"
+    LINE_MIN_REPLICAS = "line_min_replicas"
+    SPREAD = "spread"
     BUDGET = "budget"
     TIME_LIMIT = "time_limit"
     SOLVER_ERROR = "solver_error"

@@ -60,6 +60,12 @@ class Canon:
       ``max_gpu_types=1``); ``max_gpu_types``: with a mix allowed, the most GPU types it may
       use (0: no limit; always 0 or >= 2).
     * ``budget_units``: budget in cost units, rounded down (``None``: no budget).
+    * ``line_min_replicas``: model replicas every used option must host; ``line_units[g]``:
+      the fewest units of ``g`` that host them (``ceil(line_min_replicas / rpu[g])``, 0 when
+      there is no minimum).
+    * ``providers`` / ``regions``: the distinct places (a region is ``provider|region``);
+      ``provider_of[g]`` / ``region_of[g]`` index them. ``min_providers`` / ``min_regions``:
+      how many the fleet must use, surviving the loss of any one from 2 up (:attr:`spread`).
     * ``shared``: every unit serves the whole mix (``FleetProblem.shared`` with more than one
       demanded shape): C1 and C2 become one row over ``L[g]`` (:mod:`formulation`).
     * ``usable[g]``: ``g`` can serve a demanded shape, or with ``shared`` every demanded shape
@@ -89,7 +95,37 @@ class Canon:
     time_limit_s: float
     usable: BoolArray
     unit_cap: FloatArray
+    line_min_replicas: int
+    line_units: FloatArray
+    providers: tuple[str, ...]
+    provider_of: IntArray
+    regions: tuple[str, ...]
+    region_of: IntArray
+    min_providers: int
+    min_regions: int
     shared: bool = False
+
+    @property
+    def needs_fleet(self) -> bool:
+        """Whether any fleet is needed: some demand, or replicas to host. Without, the empty
+        fleet is the answer and spread asks nothing of it."""
+        return bool(self.demanded.any()) or self.min_replicas > 0
+
+    @property
+    def spread(self) -> bool:
+        """Whether the fleet must survive losing a provider or a region (C8, C9)."""
+        return self.min_providers >= 2 or self.min_regions >= 2
+
+    @property
+    def spread_group(self) -> IntArray | None:
+        """Per option, the place a swap must stay within so that spread still holds: its
+        region when regions are spread (a region is one provider's), else its provider when
+        providers are, else ``None`` (no spread)."""
+        if self.min_regions >= 2:
+            return self.region_of
+        if self.min_providers >= 2:
+            return self.provider_of
+        return None
 
     @property
     def demanded(self) -> BoolArray:
@@ -99,6 +135,20 @@ class Canon:
     def gpu_index(self, gpu_id: str) -> int:
         """Index ``i`` of ``gpu_id`` (raises ``ValueError`` if no option uses it)."""
         return self.gpus.index(gpu_id)
+
+
+PLACE_KINDS = ("providers", "regions")
+"""Place kinds by index: 0 providers, 1 regions (``min_providers`` / ``min_regions``)."""
+
+
+def places_of(canon: Canon, kind: int) -> IntArray:
+    """Per canon option, its place of ``kind`` (0 provider, 1 region)."""
+    return canon.provider_of if kind == 0 else canon.region_of
+
+
+def place_names(canon: Canon, kind: int) -> tuple[str, ...]:
+    """Names of the places of ``kind`` (regions are spelt ``provider|region``)."""
+    return canon.providers if kind == 0 else canon.regions
 
 
 def quantise_costs(usd: FloatArray) -> tuple[FloatArray, float]:
@@ -158,6 +208,8 @@ def canonicalize(problem: FleetProblem) -> Canon:
     rows = cap[demanded] if bool(demanded.any()) else cap
     shared = problem.shared and int(demanded.sum()) > 1
     usable = (rows > 0.0).all(axis=0) if shared else (rows > 0.0).any(axis=0)
+    providers = tuple(sorted({o.provider for o in options}))
+    regions = tuple(sorted({f"{o.provider}|{o.region}" for o in options}))
     return Canon(
         bucket_keys=tuple(b.key for b in buckets),
         demand=demand,
@@ -181,6 +233,16 @@ def canonicalize(problem: FleetProblem) -> Canon:
         time_limit_s=problem.time_limit_s,
         usable=np.asarray(usable, dtype=np.bool_),
         unit_cap=np.minimum(max_units, np.floor(card_cap[gpu_of] / tp)),
+        line_min_replicas=problem.line_min_replicas,
+        line_units=units_for_replicas(float(problem.line_min_replicas), rpu),
+        providers=providers,
+        provider_of=np.array([providers.index(o.provider) for o in options], dtype=np.int64),
+        regions=regions,
+        region_of=np.array(
+            [regions.index(f"{o.provider}|{o.region}") for o in options], dtype=np.int64
+        ),
+        min_providers=problem.min_providers,
+        min_regions=problem.min_regions,
         shared=shared,
     )
 
@@ -292,10 +354,13 @@ def units_for_replicas(replicas: npt.ArrayLike, rpu: npt.ArrayLike) -> FloatArra
 
 def need_units(canon: Canon, cols: IntArray) -> FloatArray:
     """Per option in ``cols``: ``max(ceil(m / rpu[g]), ceil(L[g]))`` units, the most an optimal
-    fleet can hold of ``g`` (see :func:`select`), and what ``g`` alone needs."""
+    fleet can hold of ``g`` (see :func:`select`), and what ``g`` alone needs; raised to the
+    line minimum ``line_units[g]`` when it is not 0 (a used line hosts at least
+    ``line_min_replicas``)."""
     by_load = ceil_load(load_units(canon, cols))
     by_replicas = units_for_replicas(float(canon.min_replicas), canon.rpu[cols])
-    out: FloatArray = np.maximum(by_replicas, by_load)
+    need = np.maximum(by_replicas, by_load)
+    out: FloatArray = np.where(need > 0.0, np.maximum(need, canon.line_units[cols]), 0.0)
     return out
 
 
@@ -367,12 +432,14 @@ def same_group_dominated(canon: Canon, cols: IntArray, reach: FloatArray) -> Boo
     uncapped one (ties: earlier key) is dominated by it. Cheaper capped offers stay. Equal
     replicas per unit make the one-for-one swap keep ``min_replicas``."""
     n_cols = cols.size
+    place = canon.spread_group
     key = np.column_stack(
         [
             canon.gpu_of[cols],
             canon.tp[cols],
             canon.rpu[cols],
             canon.cap[:, cols].T.astype(np.float64),
+            place[cols] if place is not None else np.zeros(n_cols, dtype=np.int64),
         ]
     )
     _, group = np.unique(key, axis=0, return_inverse=True)
@@ -396,8 +463,9 @@ def dominated(
 
     * capacity: ``n * cap[s, g] >= cap[s, h]`` for every demanded shape ``s`` (the load one
       ``h`` unit carried fits in ``n`` ``g`` units' time, shape by shape);
-    * redundancy (only when ``min_replicas > 0``): ``n * rpu[g] >= rpu[h]``: the ``n`` units
-      host at least the model replicas the ``h`` unit hosted, so C4 still holds. (``n`` is the
+    * redundancy (when ``min_replicas > 0`` or ``line_min_replicas > 1``): ``n * rpu[g] >=
+      rpu[h]``: the ``n`` units host at least the model replicas the ``h`` unit hosted, so C4
+      still holds, and ``g``'s line hosts at least what ``h``'s did (C7). (``n`` is the
       smallest count meeting both this and capacity: a larger ``n`` only costs more.) Without
       this, a cheaper-per-capacity option with fewer replicas per unit could evict the only
       option that meets ``min_replicas`` cheaply;
@@ -408,7 +476,10 @@ def dominated(
       has no card cap or ``n * tp[g] <= tp[h]`` (cards do not grow); across GPUs only when a mix
       is allowed and ``g``'s GPU has no card cap. Model replicas do not shrink (above), so
       ``min_replicas`` still holds; cost does not grow, so neither does a budget. Both options
-      are usable (serve a demanded shape), so both count towards ``min_replicas``.
+      are usable (serve a demanded shape), so both count towards ``min_replicas``;
+    * spread (``min_providers`` or ``min_regions`` >= 2): ``g`` and ``h`` are in the same
+      provider (region), so the places the fleet uses and what is left after losing one do
+      not change (C8, C9).
 
     Take any optimal fleet and swap dominated options out, the most dominated first (the
     relation is acyclic: a cycle would need equal costs, equal cards and ``n = 1`` all round,
@@ -434,7 +505,7 @@ def dominated(
         np.maximum(ratio, need, out=ratio)
     finite = ratio <= _MAX_DOMINATION_FACTOR
     n = np.maximum(1.0, np.ceil(np.where(finite, ratio, 1.0)))
-    if canon.min_replicas > 0:
+    if canon.min_replicas > 0 or canon.line_min_replicas > 1:
         # C4: n units of g host at least the replicas of one unit of h (exact integer ceil).
         rpu = canon.rpu[cols].astype(np.float64)
         n = np.maximum(n, units_for_replicas(rpu[None, :], rpu[:, None]))
@@ -462,6 +533,10 @@ def dominated(
     same_ok = same_gpu & (g_card_free | (n * tp[:, None] <= tp[None, :]))
     cross_ok = (~same_gpu) & g_card_free if allow_cross_gpu else np.zeros_like(same_gpu)
     dominates = fits & better & uncapped_g & (same_ok | cross_ok)
+    place = canon.spread_group
+    if place is not None:
+        # Spread: a swap stays in its provider (region), so C8 and C9 still hold.
+        dominates &= place[cols][:, None] == place[cols][None, :]
     np.fill_diagonal(dominates, False)
     out: BoolArray = dominates.any(axis=0)
     return out

@@ -17,13 +17,17 @@ from service.domain.solver.problem import FleetOption, FleetProblem, FleetSoluti
 def constraint_labels(problem: FleetProblem) -> tuple[str, ...]:
     """Every relaxable constraint of ``problem``, sorted: ``max_cards:<gpu>`` for capped GPUs
     that some option uses, ``max_units:<option>`` (the option's unit cap), ``min_replicas``
-    (model replicas, when > 0) and ``single_type`` (when mixing is disallowed). Relaxing one
-    removes it and keeps everything else, ``replicas_per_unit`` included."""
+    (model replicas in the fleet and on each line, when either is set), ``spread`` (places
+    and surviving the loss of one, when asked) and ``single_type`` (when mixing is
+    disallowed). Relaxing one removes it and keeps everything else, ``replicas_per_unit``
+    included."""
     gpus = {o.gpu_id for o in problem.options}
     labels = [f"max_cards:{gpu}" for gpu, _ in problem.max_cards if gpu in gpus]
     labels += [f"max_units:{o.key}" for o in problem.options if o.max_units is not None]
-    if problem.min_replicas > 0:
+    if problem.min_replicas > 0 or problem.line_min_replicas > 1:
         labels.append("min_replicas")
+    if problem.min_providers >= 2 or problem.min_regions >= 2:
+        labels.append("spread")
     if not problem.allow_mix:
         labels.append("single_type")
     return tuple(sorted(labels))
@@ -41,7 +45,9 @@ def _relaxed(problem: FleetProblem, label: str) -> FleetProblem | None:
         )
         return replace(problem, options=options)
     if kind == "min_replicas":
-        return replace(problem, min_replicas=0)
+        return replace(problem, min_replicas=0, line_min_replicas=0)
+    if kind == "spread":
+        return replace(problem, min_providers=0, min_regions=0)
     if kind == "single_type":
         return replace(problem, allow_mix=True)
     return None

@@ -161,7 +161,7 @@ def test_plan_ids_are_stable_across_releases() -> None:
         slo=Slo(1500.0, 60.0, None, 95.0),
         budget=BudgetDraft(usd_per_hour=150.0),
     )
-    assert pid(query_example) == "f3af70c3a06d06bf0de08280bda2c3d7"
+    assert pid(query_example) == "01c0ad34b8f7f87db17e8a45920dfe76"
     mix_example = replace(
         query_example,
         workload=WorkloadDraft(qps=40.0, mix=(MixShare(0.8, 512, 200), MixShare(0.2, 4000, 300))),
@@ -169,13 +169,13 @@ def test_plan_ids_are_stable_across_releases() -> None:
             headroom=0.2, min_replicas=2, providers=("aws", "gcp", "azure", "lambda", "runpod")
         ),
     )
-    assert pid(mix_example) == "5e96d15598bfca12773ac4a2b1c985a9"
+    assert pid(mix_example) == "f302543fce05a8cb6a3216e8ad2a06af"
     custom = draft(
         model={"params_b": 34.0, "n_kv_heads": 8, "name": "mine"},
         workload=WorkloadDraft(qps=2.0, prompt_tokens=2048, output_tokens=512),
         engine_version="0.11",
     )
-    assert pid(custom) == "59b17b4dd0a3b64007d2b6b32dbe42d1"
+    assert pid(custom) == "72609ae3d7f50e152708b7856caf3599"
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from service.domain.planner import Plan, plan
+from service.domain.planner import Plan, Spread, WorkloadBucket, plan
 from tests.unit.planner.test_planner import request, snapshot
+
+MIX = (WorkloadBucket("b0", 0.8, 512, 128), WorkloadBucket("b1", 0.2, 4000, 256))
 
 
 def fleet_plan(**constraints: object) -> Plan:
@@ -52,3 +54,43 @@ def test_losing_a_line_leaves_the_other_lines_capacity() -> None:
         }
         left = (total - max(by_provider.values())) / qps * 100
         assert p.redundancy.without_worst_provider_percent == pytest.approx(left, rel=1e-6)
+
+
+def test_spread_over_providers_survives_losing_any_one() -> None:
+    """Asked for two providers, the fleet spans at least two and what is left after losing
+    the worst one still carries the whole target load (the redundancy statement says so)."""
+    p = fleet_plan(qps=20.0, gpus=("h100-sxm", "l40s"), spread=Spread(min_providers=2))
+    r = p.redundancy
+    assert r is not None and r.providers >= 2
+    assert r.without_worst_provider_percent >= 100.0 - 1e-6
+    alone = fleet_plan(qps=20.0, gpus=("h100-sxm", "l40s"))
+    assert p.fleet is not None and alone.fleet is not None
+    assert p.fleet.usd_per_hour > alone.fleet.usd_per_hour
+    assert any(
+        s.startswith("Spread (min_providers=2, min_regions=1) adds $") for s in p.explanation
+    )
+
+
+def test_a_spread_fleet_serves_on_every_line() -> None:
+    """Two request shapes: the lines kept for losing a provider serve traffic too (the
+    assignment is spread over every line, active-active), and it still adds up to the load."""
+    p = fleet_plan(qps=20.0, buckets=MIX, gpus=("h100-sxm",), spread=Spread(min_providers=2))
+    assert p.fleet is not None
+    assert all(line.assigned_qps > 0 for line in p.fleet.lines)
+    assert sum(line.assigned_qps for line in p.fleet.lines) == pytest.approx(20.0)
+
+
+def test_spread_over_regions_survives_losing_any_one() -> None:
+    p = fleet_plan(qps=20.0, gpus=("h100-sxm",), spread=Spread(min_regions=3))
+    r = p.redundancy
+    assert r is not None and r.regions >= 3
+    assert r.without_worst_region_percent >= 100.0 - 1e-6
+
+
+def test_a_spread_one_provider_cannot_give_is_infeasible_naming_the_setting() -> None:
+    p = plan(
+        request(qps=5.0, gpus=("h100-sxm",), providers=("lambda",), spread=Spread(min_providers=2)),
+        snapshot(),
+    )
+    assert p.status == "infeasible" and p.fleet is None and p.redundancy is None
+    assert any("spread.min_providers is 2 but only 1 providers" in s for s in p.explanation)

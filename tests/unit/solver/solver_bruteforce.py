@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -117,7 +117,8 @@ def _box(problem: FleetProblem, demand: Floats, cap: Floats) -> list[range]:
         load = sum(
             demand[s] / cap[g, s] for s in range(len(demand)) if demand[s] > 0 and cap[g, s] > 0
         )
-        by_replicas = -(-problem.min_replicas // option.replicas_per_unit)
+        most = max(problem.min_replicas, problem.line_min_replicas)
+        by_replicas = -(-most // option.replicas_per_unit)
         top = max(by_replicas, math.ceil(load)) + 1
         if option.max_units is not None:
             top = min(top, option.max_units)
@@ -151,7 +152,38 @@ def _candidates(problem: FleetProblem, demand: Floats, cap: Floats) -> Ints:
     # Necessary: every bucket alone fits.
     for s in np.flatnonzero(demand > 0):
         ok &= grid @ cap[:, s] >= demand[s] * (1 - TOL)
+    # Every used line hosts line_min_replicas.
+    rpu = _replicas_per_unit(problem)
+    ok &= np.all((grid == 0) | (grid * rpu >= problem.line_min_replicas), axis=1)
+    # At least min_providers providers and min_regions regions are used (by a fleet at all).
+    for least, place in ((problem.min_providers, _provider), (problem.min_regions, _region)):
+        names = [place(o) for o in problem.options]
+        for n, x in enumerate(grid):
+            if ok[n] and x.any() and len({names[g] for g in np.flatnonzero(x)}) < least:
+                ok[n] = False
     return grid[ok]
+
+
+def _provider(option: FleetOption) -> str:
+    return option.provider
+
+
+def _region(option: FleetOption) -> str:
+    return f"{option.provider}|{option.region}"
+
+
+def survives(problem: FleetProblem, demand: Floats, cap: Floats, x: Ints) -> bool:
+    """From min_providers (min_regions) 2 up: without any one provider (region) it uses, the
+    rest of the fleet still carries the whole demand."""
+    for least, place in ((problem.min_providers, _provider), (problem.min_regions, _region)):
+        if least < 2:
+            continue
+        names = [place(o) for o in problem.options]
+        for lost in {names[g] for g in np.flatnonzero(x)}:
+            rest = np.array([0 if names[g] == lost else x[g] for g in range(len(x))])
+            if not assignment_fits(demand, cap, rest, shared=problem.shared):
+                return False
+    return True
 
 
 def _replicas_per_unit(problem: FleetProblem) -> Ints:
@@ -171,7 +203,9 @@ def reference(problem: FleetProblem) -> Reference:
     cost = grid @ np.array([cents(o) for o in problem.options], dtype=np.int64)
     cards = grid @ np.array([o.cards_per_unit for o in problem.options], dtype=np.int64)
     for k in np.lexsort((cards, cost)):
-        if assignment_fits(demand, cap, grid[k], shared=problem.shared):
+        if assignment_fits(demand, cap, grid[k], shared=problem.shared) and survives(
+            problem, demand, cap, grid[k]
+        ):
             return Reference(int(cost[k]), int(cards[k]))
     return Reference(None, None)
 
@@ -212,11 +246,41 @@ def reference_max_scale(problem: FleetProblem) -> float:
             for gpu, limit in problem.max_cards
         ):
             continue
-        if problem.shared and int((demand > 0).sum()) > 1:
-            best = max(best, _shared_scale_of(demand, cap, xv))
-        else:
-            best = max(best, _max_scale_of(demand, cap, xv))
+        if not _places_ok(problem, xv):
+            continue
+        best = max(best, _scale_surviving(problem, demand, cap, xv))
     return best
+
+
+def _places_ok(problem: FleetProblem, x: Ints) -> bool:
+    """Line minimum and place counts of a fleet (see :func:`_candidates`)."""
+    used = np.flatnonzero(x)
+    if any(x[g] * problem.options[g].replicas_per_unit < problem.line_min_replicas for g in used):
+        return False
+    for least, place in ((problem.min_providers, _provider), (problem.min_regions, _region)):
+        if used.size and len({place(problem.options[g]) for g in used}) < least:
+            return False
+    return True
+
+
+def _scale_of(problem: FleetProblem, demand: Floats, cap: Floats, x: Ints) -> float:
+    if problem.shared and int((demand > 0).sum()) > 1:
+        return _shared_scale_of(demand, cap, x)
+    return _max_scale_of(demand, cap, x)
+
+
+def _scale_surviving(problem: FleetProblem, demand: Floats, cap: Floats, x: Ints) -> float:
+    """The load scale the fleet carries, and still carries after losing any one provider
+    (region) when spread asks for it."""
+    lam = _scale_of(problem, demand, cap, x)
+    for least, place in ((problem.min_providers, _provider), (problem.min_regions, _region)):
+        if least < 2:
+            continue
+        names = [place(o) for o in problem.options]
+        for lost in {names[g] for g in np.flatnonzero(x)}:
+            rest = np.array([0 if names[g] == lost else x[g] for g in range(len(x))])
+            lam = min(lam, _scale_of(problem, demand, cap, rest))
+    return lam
 
 
 def _shared_scale_of(demand: Floats, cap: Floats, x: Ints) -> float:
@@ -230,6 +294,8 @@ def _shared_scale_of(demand: Floats, cap: Floats, x: Ints) -> float:
 
 def _max_scale_of(demand: Floats, cap: Floats, x: Ints) -> float:
     dem = np.flatnonzero(demand > 0)
+    if not x.any():
+        return 0.0
     pairs = [(s, g) for s in dem for g in range(len(x)) if cap[g, s] > 0 and x[g] > 0]
     if any(not any(p[0] == s for p in pairs) for s in dem):
         return 0.0
@@ -311,6 +377,26 @@ def random_problem(
         min_replicas=rng.choice(min_choices),
         max_cards=max_cards,
         allow_mix=rng.random() < 0.75,
+    )
+
+
+def spread_problem(seed: int, *, max_options: int = 5, multi_replica: bool = False) -> FleetProblem:
+    """A tiny instance with places: options from providers p0-p2 in regions r0-r1, a random
+    line minimum (model replicas per used option), min_providers and min_regions in 0-3, and
+    sometimes shared routing."""
+    base = random_problem(seed, max_options=max_options, max_buckets=2, multi_replica=multi_replica)
+    rng = random.Random(seed * 7 + 3)
+    options = tuple(
+        replace(o, provider=rng.choice(["p0", "p1", "p2"]), region=rng.choice(["r0", "r1"]))
+        for o in base.options
+    )
+    return replace(
+        base,
+        options=options,
+        line_min_replicas=rng.choice([0, 1, 2, 3]),
+        min_providers=rng.choice([0, 1, 2, 2, 3]),
+        min_regions=rng.choice([0, 0, 1, 2, 3]),
+        shared=rng.random() < 0.25,
     )
 
 
