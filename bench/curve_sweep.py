@@ -2,13 +2,16 @@
 and the per-GPU table take for one plan, in-process, on the bundled catalog.
 
 The cost-vs-load sweep builds the candidates once and re-solves only the MILP at each load
-point, for the plan's policy and for each GPU alone; a fleet that still carries the next load
-is reused (no solve). Printed per request: the candidates build, the plan's own 40-point curve,
-the whole chart (the plan's curve and every single-type curve), the MILP solves the chart made
-out of the points it has, then the cost-vs-SLO curve and the per-GPU table. Each figure is the
-median of ``--repeat`` runs, each at a QPS never seen before (new MILPs; the performance
-model's per-shape capacities are memoised after the first run, as in a service answering
-recurring shapes); the first run's candidates build, with nothing memoised, is shown too.
+point, for the plan's policy and for each GPU alone, for the cheapest cost only (no
+fewest-cards stage); a fleet that still carries the next load is reused (no solve), and a
+solve a lower bound shows cannot change the plan's curve is skipped (the plan's own curve
+needs few of the single-type solves the whole chart draws). Printed per request: the
+candidates build, the plan's own 40-point curve, the whole chart (the plan's curve and every
+single-type curve), the MILP solves the chart made out of the points it has, then the
+cost-vs-SLO curve and the per-GPU table. Each figure is the median of ``--repeat`` runs, each
+at a QPS never seen before (new MILPs; the performance model's per-shape capacities are
+memoised after the first run, as in a service answering recurring shapes); the first run's
+candidates build, with nothing memoised, is shown too.
 
 Run: ``.venv/bin/python bench/curve_sweep.py [--repeat N]``. Prints a markdown table.
 """

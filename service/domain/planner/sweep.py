@@ -8,10 +8,15 @@ GPU costs for this workload. Pure: the request and the snapshot in, values out.
   never falls as load grows (any fleet serving more serves less), so a fleet found at one point
   is still the cheapest at every later point it can carry: with its assignment scaled, up to
   ``load / max utilisation``. Those points reuse it and cost no solve; a 40-point curve solves
-  once per step of the staircase, not once per point.
+  once per step of the staircase, not once per point. A point needs the cheapest cost alone,
+  so it is solved without the fewest-cards stage, and a solve that a lower bound
+  (:func:`cost_floor`) shows cannot change the plan's curve is skipped: a mix the policy would
+  not accept against the point's cheapest single type, and (for the plan's curve alone) a GPU
+  no cheaper than the cheapest single type found so far.
 * **Cost vs SLO** (:func:`cost_vs_slo`). The TPOT limit, then the TTFT limit, is scaled by
   each of :data:`SLO_FACTORS` with everything else as requested. A different limit changes what
-  one replica sustains, so each point builds its candidates again and solves once.
+  one replica sustains, so each point builds its candidates again and solves for the policy's
+  cost as the plan's own cost-vs-load curve does (lower bounds skip what cannot change it).
 * **Per GPU** (:func:`per_gpu`). For each GPU with a usable option, the option with the lowest
   cost per output token when its replicas run at the most load the SLO allows (no headroom):
   that load per replica for the request's mix, the price per replica-hour and the cost per
@@ -35,7 +40,6 @@ from service.domain.solver import (
     FleetProblem,
     FleetSolution,
     SolveStatus,
-    cheapest_single_type,
     solve_fleet,
     solve_single_type,
 )
@@ -144,76 +148,176 @@ def cost_vs_load(
     """The cheapest USD/hour at each of :func:`load_points`, for the plan's policy and for
     each GPU alone (the GPUs the single-type alternatives consider). ``budget_qps`` is the
     plan's ``max_qps_within_budget`` (it may stretch the x axis); ``candidates`` those already
-    built for this request and snapshot. With an ``executor`` the series are swept
+    built for this request and snapshot. With an ``executor`` the solves of one load point run
     concurrently (HiGHS releases the GIL); the answer is the same either way. Without
-    ``single_types`` only the plan's own curve is swept."""
+    ``single_types`` only the plan's own curve is swept.
+
+    Each point is solved for its cost alone (``cost_only``: no fewest-cards stage), and a
+    solve is skipped where a lower bound (:func:`cost_floor`) shows it cannot change the
+    answer: a vendor scope whose floor is above what the mixing policy would accept against
+    the point's cheapest single type, and, without ``single_types``, a GPU whose floor is not
+    below the cheapest single type found so far at that point."""
     built = candidates if candidates is not None else build_candidates(request, snapshot)
     loads = load_points(request, budget_qps)
     if not built.items or request.qps <= 0:
         return LoadCurve(request.qps, request.budget_usd_per_hour, (), 0)
     base = replace(fleet_problem(request, built), budget_usd_per_hour=None)
     factors = tuple(q / request.qps for q in loads)
-    vendors = vendor_scopes(base, built, request)
-
-    def sweep(scope: tuple[FleetProblem, str | None]) -> tuple[tuple[CurvePoint, ...], int]:
-        problem, gpu = scope
-        solves = 0
-        points: list[CurvePoint] = []
-        held: tuple[float, float] | None = None  # (USD/hour, largest factor it carries)
-        for load, factor in zip(loads, factors, strict=True):
-            if held is not None and factor <= held[1]:
-                points.append(CurvePoint(load, held[0]))
-                continue
-            scaled = _scaled(problem, factor)
-            solution = solve_fleet(scaled) if gpu is None else _single(scaled, gpu)
-            solves += 1
-            if not solution.has_fleet:
-                points.append(CurvePoint(load, None))
-                held = None
-                continue
-            points.append(CurvePoint(load, solution.usd_per_hour))
-            held = (
-                (solution.usd_per_hour, _reach(solution, factor))
-                if solution.status is SolveStatus.OPTIMAL
-                else None
-            )
-        return tuple(points), solves
-
     # The plan's series follows the mixing policy: the cheapest fleet of each vendor's scope
     # (one scope when vendors may mix), then the single-type fleet unless the mix saves
     # min_mix_savings_percent; so the singles are swept even when not shown.
-    gpus = canonicalize(base).gpus
-    scopes: list[tuple[FleetProblem, str | None]] = [
-        *((v, None) for v in vendors),
-        *((base, gpu) for gpu in gpus),
-    ]
-    swept = list(executor.map(sweep, scopes)) if executor is not None else list(map(sweep, scopes))
-    mixed = _cheapest_per_load([p for p, _ in swept[: len(vendors)]], len(loads))
-    singles = [p for p, _ in swept[len(vendors) :]]
-    best = _cheapest_per_load(singles, len(loads))
+    singles = _single_series(base)
+    scopes = [_Series(v, None) for v in vendor_scopes(base, built, request)]
+    for i, factor in enumerate(factors):
+        _policy_point(
+            request, singles, scopes, i, factor, every_single=single_types, executor=executor
+        )
+    mixed = [_cheapest_at(scopes, i) for i in range(len(loads))]
+    best_single = [_cheapest_at(singles, i) for i in range(len(loads))]
     plan_points = tuple(
         CurvePoint(load, policy_usd_per_hour(request, m, b))
-        for load, m, b in zip(loads, mixed, best, strict=True)
+        for load, m, b in zip(loads, mixed, best_single, strict=True)
     )
     series = (
         CostSeries(PLAN_SERIES, None, plan_points),
         *(
-            CostSeries(gpu, gpu, points)
-            for gpu, points in zip(gpus, singles, strict=True)
+            CostSeries(
+                x.gpu or "",
+                x.gpu,
+                tuple(CurvePoint(q, x.costs.get(i)) for i, q in enumerate(loads)),
+            )
+            for x in singles
             if single_types
         ),
     )
-    solves = sum(n for _, n in swept)
+    solves = sum(x.solves for x in (*scopes, *singles))
     return LoadCurve(request.qps, request.budget_usd_per_hour, series, solves)
 
 
-def _cheapest_per_load(series: list[tuple[CurvePoint, ...]], n_loads: int) -> list[float | None]:
-    """Per load, the lowest cost among ``series`` (``None`` when none has a fleet there)."""
-    out: list[float | None] = []
-    for i in range(n_loads):
-        costs = [c for s in series if (c := s[i].usd_per_hour) is not None]
-        out.append(min(costs) if costs else None)
-    return out
+class _Series:
+    """One swept scope (a vendor's options, or one GPU's) and what is known of it: the cost at
+    each point solved or reused (``costs``, by point index; ``None``: no fleet), the fleet held
+    from the last solve and the largest load factor it carries, and the solves made."""
+
+    def __init__(self, problem: FleetProblem, gpu: str | None) -> None:
+        self.problem = problem
+        self.gpu = gpu
+        self.costs: dict[int, float | None] = {}
+        self.held: tuple[float, float] | None = None  # (USD/hour, largest factor it carries)
+        self.solves = 0
+        self._floor_per_factor = cost_floor(problem)
+
+    def floor(self, factor: float) -> float:
+        """A lower bound on the cheapest fleet's USD/hour at ``factor`` times the demand."""
+        by_load, by_replicas = self._floor_per_factor
+        return max(by_load * factor, by_replicas)
+
+    def holds(self, factor: float) -> bool:
+        return self.held is not None and factor <= self.held[1]
+
+    def point(self, i: int, factor: float) -> None:
+        """The cheapest cost at point ``i``: the held fleet's while it carries the load (the
+        cheapest cost never falls as load grows), else one cost-only solve."""
+        if self.held is not None and factor <= self.held[1]:
+            self.costs[i] = self.held[0]
+            return
+        scaled = _scaled(self.problem, factor)
+        solution = (
+            solve_fleet(scaled, cost_only=True) if self.gpu is None else _single(scaled, self.gpu)
+        )
+        self.solves += 1
+        if not solution.has_fleet:
+            self.costs[i] = None
+            self.held = None
+            return
+        self.costs[i] = solution.usd_per_hour
+        self.held = (
+            (solution.usd_per_hour, _reach(solution, factor))
+            if solution.status is SolveStatus.OPTIMAL
+            else None
+        )
+
+
+def _single_series(problem: FleetProblem) -> list[_Series]:
+    """One series per GPU with an option (sorted by GPU id), each over that GPU's options."""
+    return [
+        _Series(replace(problem, options=tuple(o for o in problem.options if o.gpu_id == gpu)), gpu)
+        for gpu in canonicalize(problem).gpus
+    ]
+
+
+def _policy_point(
+    request: PlanRequest,
+    singles: list[_Series],
+    scopes: list[_Series],
+    i: int,
+    factor: float,
+    *,
+    every_single: bool,
+    executor: Executor | None,
+) -> None:
+    """Point ``i`` (``factor`` times the requested load) of the single-type series and of the
+    vendor scopes, as far as the plan's policy needs them: every single type when
+    ``every_single``, else those whose floor is below the cheapest found so far (cheapest
+    floor first); then each vendor scope unless its floor is above what the policy would
+    accept against the cheapest single type (``policy_usd_per_hour``; a margin for rounding
+    keeps the skip safe)."""
+    if every_single:
+        _solve_at(singles, i, factor, executor)
+    else:
+        for one in sorted(singles, key=lambda x: (x.floor(factor), x.gpu or "")):
+            best = _cheapest_at(singles, i)
+            if best is not None and one.floor(factor) >= best:
+                break
+            one.point(i, factor)
+    best = _cheapest_at(singles, i)
+    accept = (1.0 - request.constraints.mixing.min_mix_savings_percent / 100.0) * (1.0 + 1e-9)
+    needed = [
+        scope
+        for scope in scopes
+        if best is None or scope.floor(factor) <= best * accept or scope.holds(factor)
+    ]
+    _solve_at(needed, i, factor, executor)
+
+
+def _solve_at(series: list[_Series], i: int, factor: float, executor: Executor | None) -> None:
+    """Point ``i`` of each of ``series`` (concurrently with an ``executor``)."""
+    if executor is None:
+        for x in series:
+            x.point(i, factor)
+    else:
+        list(executor.map(lambda x: x.point(i, factor), series))
+
+
+def cost_floor(problem: FleetProblem) -> tuple[float, float]:
+    """Two lower bounds on the USD/hour of any fleet for ``problem`` (cuts of its LP
+    relaxation): per unit of load factor, every bucket's requests on the option cheapest per
+    request/s of that bucket (``inf`` when no option serves a demanded bucket); and
+    ``min_replicas`` replicas at the lowest price per replica. Any fleet pays at least
+    ``sum_s D[s] * min_g usd[g] / cap[s, g]`` (its units carry the load) and
+    ``m * min_g usd[g] / r[g]`` (its units host the replicas); caps only raise the cost."""
+    headroom = 1.0 + problem.headroom
+    by_load = 0.0
+    for s, bucket in enumerate(problem.buckets):
+        if bucket.demand_qps <= 0.0:
+            continue
+        rates = [
+            o.usd_per_hour / o.capacity_qps[s] for o in problem.options if o.capacity_qps[s] > 0
+        ]
+        if not rates:
+            return math.inf, math.inf
+        by_load += bucket.demand_qps * headroom * min(rates)
+    by_replicas = problem.min_replicas * min(
+        (o.usd_per_hour / o.replicas_per_unit for o in problem.options), default=math.inf
+    )
+    return by_load, by_replicas
+
+
+def _cheapest_at(series: list[_Series], i: int) -> float | None:
+    """The lowest cost known at point ``i`` among ``series`` (``None`` when none has a fleet
+    there, or none was needed)."""
+    costs = [c for x in series if (c := x.costs.get(i)) is not None]
+    return min(costs) if costs else None
 
 
 def _scaled(problem: FleetProblem, factor: float) -> FleetProblem:
@@ -224,7 +328,7 @@ def _scaled(problem: FleetProblem, factor: float) -> FleetProblem:
 
 def _single(problem: FleetProblem, gpu: str) -> FleetSolution:
     try:
-        return solve_single_type(problem, gpu)
+        return solve_single_type(problem, gpu, cost_only=True)
     except InvalidInput:  # no option of this GPU serves the scaled load's shapes
         return FleetSolution(status=SolveStatus.INFEASIBLE)
 
@@ -266,12 +370,11 @@ def cost_vs_slo(request: PlanRequest, snapshot: CatalogSnapshot) -> SloCurve:
             cost = None
             if built.items:
                 problem = replace(fleet_problem(varied, built), budget_usd_per_hour=None)
-                costs = [solve_fleet(p) for p in vendor_scopes(problem, built, varied)]
-                singles = cheapest_single_type(problem).values()
+                singles = _single_series(problem)
+                scopes = [_Series(v, None) for v in vendor_scopes(problem, built, varied)]
+                _policy_point(varied, singles, scopes, 0, 1.0, every_single=False, executor=None)
                 cost = policy_usd_per_hour(
-                    varied,
-                    min((x.usd_per_hour for x in costs if x.has_fleet), default=None),
-                    min((x.usd_per_hour for x in singles if x.has_fleet), default=None),
+                    varied, _cheapest_at(scopes, 0), _cheapest_at(singles, 0)
                 )
             points.append(CurvePoint(value, cost))
         series.append(CostSeries(metric, None, tuple(points)))

@@ -42,32 +42,44 @@ def _empty_fleet(canon: Canon) -> Fleet:
     return Fleet(np.zeros(len(canon.keys), dtype=np.int64), np.zeros_like(canon.cap))
 
 
-def minimum_cost_fleet(canon: Canon, gpu_id: str | None) -> FleetSolution:
+def minimum_cost_fleet(
+    canon: Canon, gpu_id: str | None, *, cost_only: bool = False
+) -> FleetSolution:
     """The cheapest fleet in scope (all options, or ``gpu_id``'s), before the budget check:
-    coverage reasons, pruning, the exact path or the MILP (with its tie-break), diagnosis."""
+    coverage reasons, pruning, the exact path or the MILP (with its tie-break), diagnosis.
+
+    ``cost_only``: only the cheapest cost is wanted (a curve point): the MILP minimises cost
+    alone, so among equal-cost fleets any one comes back (no fewest-cards stage), and an
+    infeasible scope is not diagnosed (no reasons; the elastic solves are skipped)."""
     reasons = diagnose.coverage_reasons(canon, gpu_id) or diagnose.spread_reasons(canon, gpu_id)
     if reasons:
         return infeasible_solution(reasons)
+
+    def infeasible() -> FleetSolution:
+        if cost_only:
+            return infeasible_solution(())
+        return infeasible_solution(_infeasibility_reasons(canon, gpu_id))
+
     sel = select(canon, Mode.COST, gpu_id)
     needs_fleet = bool(canon.demanded.any()) or canon.min_replicas > 0
     if sel.size == 0:
         if not needs_fleet:
             return fleet_solution(canon, _empty_fleet(canon), SolveStatus.OPTIMAL)
-        return infeasible_solution(_infeasibility_reasons(canon, gpu_id))
+        return infeasible()
     handled, exact = exact_fleet(canon, sel)
     if handled:
         if exact is None:
-            return infeasible_solution(_infeasibility_reasons(canon, gpu_id))
+            return infeasible()
         return fleet_solution(canon, exact, SolveStatus.OPTIMAL)
 
     # One stage when W * cost stays well inside exact float range, else two stages.
     cost_bound = cost_upper_bound(canon, sel)
     weight = card_weight(canon, sel, cost_bound)
-    one_stage = cost_bound * weight <= ONE_STAGE_MAX_OBJECTIVE
+    one_stage = not cost_only and cost_bound * weight <= ONE_STAGE_MAX_OBJECTIVE
     model, lay = cost_model(canon, sel, card_weight=weight if one_stage else None)
     first = solve_milp(model, time_limit_s=canon.time_limit_s)
     if first.outcome is Outcome.INFEASIBLE:
-        return infeasible_solution(_infeasibility_reasons(canon, gpu_id))
+        return infeasible()
     if first.outcome is Outcome.TIME_LIMIT_NO_SOLUTION:
         return infeasible_solution((diagnose.time_limit_reason(),))
     if first.x is None or first.outcome is Outcome.ERROR:
@@ -81,7 +93,7 @@ def minimum_cost_fleet(canon: Canon, gpu_id: str | None) -> FleetSolution:
             mip_gap=first.mip_gap,
             reasons=(diagnose.time_limit_reason(found=True),),
         )
-    if not one_stage:
+    if not one_stage and not cost_only:
         fleet = _tiebreak(canon, model, lay, fleet)
     return fleet_solution(canon, fleet, SolveStatus.OPTIMAL)
 
@@ -148,7 +160,7 @@ def _mix_fits(canon: Canon) -> bool:
     return result.outcome is Outcome.OPTIMAL and result.objective < 0.5
 
 
-def solve_fleet(problem: FleetProblem) -> FleetSolution:
+def solve_fleet(problem: FleetProblem, *, cost_only: bool = False) -> FleetSolution:
     """The cheapest fleet for ``problem`` (see :mod:`formulation` for the model).
 
     Status ``optimal``/``infeasible``/``time_limit`` as HiGHS proves them; ``over_budget`` with
@@ -162,6 +174,12 @@ def solve_fleet(problem: FleetProblem) -> FleetSolution:
     and for single-type problems "would a mix fit?"). Scopes with one or two options left after
     pruning make no HiGHS call at all. If the load-scaling solve stops at its time limit, the best
     load it found is reported (a lower bound).
+
+    ``cost_only`` (for sweeps that need the cheapest cost alone): one HiGHS call on cost, no
+    fewest-cards stage, no diagnosis of an infeasible problem (see :func:`minimum_cost_fleet`);
+    the cost is the same.
     """
     canon = canonicalize(problem)
-    return apply_budget(canon, minimum_cost_fleet(canon, None), None, scale=True)
+    return apply_budget(
+        canon, minimum_cost_fleet(canon, None, cost_only=cost_only), None, scale=True
+    )

@@ -15,15 +15,17 @@ from service.domain.solver.prune import canonicalize
 
 
 def solve_single_type(
-    problem: FleetProblem, gpu_id: str, *, with_max_qps: bool = False
+    problem: FleetProblem, gpu_id: str, *, with_max_qps: bool = False, cost_only: bool = False
 ) -> FleetSolution:
     """The cheapest fleet that uses only ``gpu_id`` (any of its offers and tensor-parallel
     degrees), with the budget applied as in :func:`min_cost.solve_fleet`; the load-scaling solve
-    runs only if ``with_max_qps``. Raises :class:`InvalidInput` for a GPU no option uses."""
+    runs only if ``with_max_qps``; ``cost_only`` as in :func:`min_cost.solve_fleet`. Raises
+    :class:`InvalidInput` for a GPU no option uses."""
     canon = canonicalize(problem)
     if gpu_id not in canon.gpus:
         raise InvalidInput(f"no option uses GPU {gpu_id!r}", field="gpu_id")
-    return apply_budget(canon, minimum_cost_fleet(canon, gpu_id), gpu_id, scale=with_max_qps)
+    solution = minimum_cost_fleet(canon, gpu_id, cost_only=cost_only)
+    return apply_budget(canon, solution, gpu_id, scale=with_max_qps)
 
 
 def cheapest_single_type(

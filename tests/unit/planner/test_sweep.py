@@ -14,11 +14,13 @@ from service.domain.errors import InvalidInput
 from service.domain.perfmodel import Slo
 from service.domain.planner import PlanRequest, WorkloadBucket, plan
 from service.domain.planner.candidates import build_candidates, fleet_problem
+from service.domain.planner.request import MixingPolicy
 from service.domain.planner.sweep import (
     LOAD_POINTS,
     LOAD_SPAN,
     PLAN_SERIES,
     SLO_FACTORS,
+    cost_floor,
     cost_vs_load,
     cost_vs_slo,
     load_points,
@@ -152,3 +154,32 @@ def test_per_gpu_prices_an_output_token_at_full_load() -> None:
         caps = [cap.qps for cap in options[0].replica_capacity]
         mix_capacity = 1 / math.fsum(b.share / cap for b, cap in zip(r.buckets, caps, strict=True))
         assert row.max_qps_per_replica == pytest.approx(mix_capacity)
+
+
+@pytest.mark.parametrize("savings", [0.0, 10.0, 60.0])
+def test_the_plans_curve_alone_is_the_plans_curve_of_the_whole_chart(savings: float) -> None:
+    """Without the single-type series the sweep skips solves its lower bounds rule out (a GPU
+    no cheaper than the best single type so far, a mix the policy would not accept): the
+    plan's own curve is the same, for fewer solves."""
+    policy = MixingPolicy(max_gpu_types=2, min_mix_savings_percent=savings)
+    r = mixed(mixing=policy)
+    whole = cost_vs_load(r, snapshot())
+    alone = cost_vs_load(r, snapshot(), single_types=False)
+    assert [s.name for s in alone.series] == [PLAN_SERIES]
+    assert [p.x for p in alone.series[0].points] == [p.x for p in whole.series[0].points]
+    for mine, theirs in zip(alone.series[0].points, whole.series[0].points, strict=True):
+        assert mine.usd_per_hour == pytest.approx(theirs.usd_per_hour, rel=1e-12)
+    assert alone.solves < whole.solves
+
+
+def test_acost_floor_never_exceeds_the_cheapest_fleet() -> None:
+    r = mixed(min_replicas=3)
+    base = replace(fleet_problem(r, build_candidates(r, snapshot())), budget_usd_per_hour=None)
+    by_load, by_replicas = cost_floor(base)
+    for factor in (0.05, 0.5, 1.0, 2.0):
+        scaled = replace(
+            base, buckets=tuple(Bucket(b.key, b.demand_qps * factor) for b in base.buckets)
+        )
+        cheapest = solve_fleet(scaled)
+        assert cheapest.has_fleet
+        assert 0.0 < max(by_load * factor, by_replicas) <= cheapest.usd_per_hour * (1 + 1e-12)

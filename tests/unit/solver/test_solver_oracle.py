@@ -19,6 +19,7 @@ from service.domain.solver import (
     SolveStatus,
     max_qps_within_budget,
     solve_fleet,
+    solve_single_type,
 )
 from service.domain.solver import highs as highs_module
 from service.domain.solver import min_cost as min_cost_module
@@ -245,3 +246,25 @@ def test_max_qps_within_budget_under_a_type_limit_matches_brute_force(seed: int)
     got = max_qps_within_budget(problem)
     assert got <= want * (1 + 1e-9) + 1e-9
     assert got >= want * (1 - 1e-5) - 1e-9
+
+
+@pytest.mark.parametrize("seed", range(5500, 5540))
+def test_cost_only_solves_find_the_brute_force_cost(seed: int) -> None:
+    """``cost_only`` (curve points): the same cheapest cost and a fleet that meets every
+    constraint (the fewest-cards stage is skipped, so the card count may differ among
+    equal-cost fleets); the same for each GPU alone."""
+    problem = random_problem(seed, max_options=6, max_buckets=2, multi_replica=seed % 2 == 0)
+    want = reference(problem)
+    got = solve_fleet(problem, cost_only=True)
+    if want.cost_cents is None:
+        assert got.status is SolveStatus.INFEASIBLE
+        return
+    assert got.status is SolveStatus.OPTIMAL
+    assert round(got.usd_per_hour * 100) == want.cost_cents, (problem, got, want)
+    check_fleet(problem, got)
+    for gpu in sorted({o.gpu_id for o in problem.options}):
+        full = solve_single_type(problem, gpu)
+        cheap = solve_single_type(problem, gpu, cost_only=True)
+        assert cheap.has_fleet == full.has_fleet
+        if full.has_fleet:
+            assert cheap.usd_per_hour == pytest.approx(full.usd_per_hour, rel=1e-12)
