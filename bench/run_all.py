@@ -13,8 +13,11 @@ CPUs mostly idle, and records how busy they were, so a concurrent test run is vi
 The served-throughput benchmark needs ``wrk``: when it is missing it is installed with apt when
 this runs as root on a machine with apt-get, else the run stops and says how to install it.
 
-Run: ``.venv/bin/python bench/run_all.py [--only NAME,...] [--output PATH]``. With ``--only``,
-results are printed and written only where ``--output`` says.
+Run: ``.venv/bin/python bench/run_all.py [--only NAME,...] [--output PATH] [--update]``. With
+``--only``, results are printed and written only where ``--output`` says; with ``--update`` as
+well, the sections of those benchmarks in ``bench/RESULTS.md`` are replaced in place (added at
+the end when missing), each saying when and at which commit it was regenerated, and the rest of
+the file is kept: regenerating one section takes that benchmark's time, not the whole run's.
 """
 
 from __future__ import annotations
@@ -355,6 +358,25 @@ def document(machine_lines: list[str], outcomes: list[Outcome]) -> str:
     return "\n".join(head) + "\n" + "\n".join(section(o) for o in outcomes)
 
 
+def update_sections(text: str, outcomes: list[Outcome], machine_lines: list[str]) -> str:
+    """``text`` (a RESULTS.md) with the section of each outcome replaced by the new one (added
+    at the end when missing); each new section names the run it comes from (date, commit)."""
+    date = machine_lines[0].removeprefix("- Date: ")
+    code = machine_lines[-1].removeprefix("- Code: ")
+    for outcome in outcomes:
+        new = section(outcome)
+        heading, rest = new.split("\n", 1)
+        new = f"{heading}\n\nRegenerated alone ({date}; {code}).\n{rest}"
+        start = text.find(f"\n{heading}\n")
+        if start < 0:
+            text = text.rstrip() + "\n\n" + new
+            continue
+        following = text.find("\n## ", start + len(heading) + 1)
+        end = len(text) if following < 0 else following
+        text = text[: start + 1] + new + ("\n" if following >= 0 else "") + text[end + 1 :]
+    return text
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", default=None, help="comma-separated benchmark names")
@@ -365,7 +387,14 @@ def main() -> int:
         default=600,
         help="seconds to wait for other CPU load to stop before each benchmark",
     )
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help=f"with --only: replace those sections of {_rel(RESULTS)} in place",
+    )
     args = parser.parse_args()
+    if args.update and (not args.only or args.output):
+        parser.error("--update replaces sections of bench/RESULTS.md: give --only, not --output")
     selected = list(BENCHES)
     if args.only:
         wanted = {n.strip() for n in args.only.split(",") if n.strip()}
@@ -381,6 +410,9 @@ def main() -> int:
     machine_lines = machine()
     outcomes = [run_bench(b, args.max_wait) for b in selected]
     text = document(machine_lines, outcomes)
+    if args.update:
+        output = RESULTS
+        text = update_sections(RESULTS.read_text(encoding="utf-8"), outcomes, machine_lines)
     if output is not None:
         tmp = output.with_suffix(output.suffix + ".tmp")
         tmp.write_text(text, encoding="utf-8")
