@@ -504,6 +504,20 @@ def cost_upper_bound(canon: Canon, sel: Selection) -> float:
     return float(np.sum(canon.cost[cols] * sel.upper))
 
 
+def one_option_objective(canon: Canon, sel: Selection, model: MilpModel) -> float | None:
+    """The objective ``model`` gives the cheapest one-option fleet of :func:`cost_upper_bound`
+    (``max(ceil(m / r[g]), ceil(L[g]))`` units of an option that serves every demanded shape
+    within its bound), ``None`` when no option does: a feasible fleet's value, so the optimum
+    is at most this (HiGHS prunes with it; see :func:`highs.solve_milp`)."""
+    cols = sel.cols
+    covers = np.all(canon.cap[canon.demanded][:, cols] > 0.0, axis=0)
+    need = need_units(canon, cols)
+    fits = covers & (need <= sel.upper)
+    if not bool(fits.any()):
+        return None
+    return float(np.min(model.c[: sel.size][fits] * need[fits]))
+
+
 def card_weight(canon: Canon, sel: Selection, cost_bound: float) -> float:
     """``W``: more than the cards of any cheapest fleet. Such a fleet costs at most
     ``cost_bound`` units, so it has at most ``cost_bound / min_g(c[g] / tp[g])`` cards; and no

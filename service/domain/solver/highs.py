@@ -96,19 +96,38 @@ _K_ITERATION_LIMIT = 14
 _K_SOLUTION_LIMIT = 16
 
 
-def solve_milp(model: MilpModel, *, time_limit_s: float) -> MilpResult:
+def solve_milp(
+    model: MilpModel, *, time_limit_s: float, known_value: float | None = None
+) -> MilpResult:
     """Solve ``model`` with HiGHS within ``time_limit_s`` seconds (wall clock, HiGHS' own timer),
-    through the private wrapper when it is available, else through ``milp``."""
+    through the private wrapper when it is available, else through ``milp``.
+
+    ``known_value``: the objective of a fleet known to be feasible (an integral objective). It
+    is passed to HiGHS as ``objective_bound`` (plus one half), which lets branch and bound and
+    reduced-cost fixing drop everything worse from the start; measured on catalog plans, root
+    processing of the plan's MILP is about a third shorter. The optimum is the same: it is at
+    most that value. Should HiGHS still report the bounded model infeasible (numerical
+    trouble), the model is solved again without the bound. The public ``milp`` path ignores it.
+    """
     private = _PRIVATE_WRAPPER
     if private is not None:
         try:
+            if known_value is not None:
+                bounded = _solve_private(private, model, time_limit_s, known_value + 0.5)
+                if bounded.outcome is not Outcome.INFEASIBLE:
+                    return bounded
             return _solve_private(private, model, time_limit_s)
         except (TypeError, AttributeError):  # pragma: no cover - SciPy changed the wrapper
             pass
     return _solve_public(model, time_limit_s)
 
 
-def _solve_private(wrapper: _PrivateWrapper, model: MilpModel, time_limit_s: float) -> MilpResult:
+def _solve_private(
+    wrapper: _PrivateWrapper,
+    model: MilpModel,
+    time_limit_s: float,
+    objective_bound: float | None = None,
+) -> MilpResult:
     a = model.a
     # Only non-defaults: the wrapper validates each option (about 55 us apiece). Presolve is on
     # by default; ``output_flag`` False silences HiGHS' log.
@@ -118,6 +137,8 @@ def _solve_private(wrapper: _PrivateWrapper, model: MilpModel, time_limit_s: flo
         "mip_rel_gap": 0.0,
         **_EXTRA_OPTIONS,
     }
+    if objective_bound is not None:
+        options["objective_bound"] = float(objective_bound)
     res = wrapper(
         np.ascontiguousarray(model.c, dtype=np.float64),
         np.ascontiguousarray(a.indptr, dtype=np.int32),

@@ -28,11 +28,13 @@ from service.domain.solver.formulation import (
     cost_model,
     cost_upper_bound,
     elastic_model,
+    one_option_objective,
     tiebreak_model,
 )
 from service.domain.solver.highs import MilpModel, Outcome, solve_milp
 from service.domain.solver.problem import FleetProblem, FleetSolution, Reason, SolveStatus
 from service.domain.solver.prune import Canon, Fleet, Mode, canonicalize, select
+from service.domain.solver.replica_types import replica_type_fleet
 
 # Largest one-stage objective near the optimum (W times a feasible fleet's cost units).
 ONE_STAGE_MAX_OBJECTIVE = 1e10
@@ -67,6 +69,8 @@ def minimum_cost_fleet(
             return fleet_solution(canon, _empty_fleet(canon), SolveStatus.OPTIMAL)
         return infeasible()
     handled, exact = exact_fleet(canon, sel)
+    if not handled:
+        handled, exact = replica_type_fleet(canon, sel)
     if handled:
         if exact is None:
             return infeasible()
@@ -77,7 +81,11 @@ def minimum_cost_fleet(
     weight = card_weight(canon, sel, cost_bound)
     one_stage = not cost_only and cost_bound * weight <= ONE_STAGE_MAX_OBJECTIVE
     model, lay = cost_model(canon, sel, card_weight=weight if one_stage else None)
-    first = solve_milp(model, time_limit_s=canon.time_limit_s)
+    first = solve_milp(
+        model,
+        time_limit_s=canon.time_limit_s,
+        known_value=one_option_objective(canon, sel, model),
+    )
     if first.outcome is Outcome.INFEASIBLE:
         return infeasible()
     if first.outcome is Outcome.TIME_LIMIT_NO_SOLUTION:
@@ -105,7 +113,9 @@ def _tiebreak(canon: Canon, model: MilpModel, lay: Layout, fleet: Fleet) -> Flee
     if cost_star <= 0.0:
         return fleet
     second = solve_milp(
-        tiebreak_model(model, canon, lay, cost_star), time_limit_s=canon.time_limit_s
+        tiebreak_model(model, canon, lay, cost_star),
+        time_limit_s=canon.time_limit_s,
+        known_value=float(np.dot(canon.weight, fleet.x)),  # stage 1's fleet is feasible
     )
     if second.x is None:
         return fleet
