@@ -508,8 +508,11 @@ def one_option_objective(canon: Canon, sel: Selection, model: MilpModel) -> floa
     """The objective ``model`` gives the cheapest one-option fleet of :func:`cost_upper_bound`
     (``max(ceil(m / r[g]), ceil(L[g]))`` units of an option that serves every demanded shape
     within its bound), ``None`` when no option does: a feasible fleet's value, so the optimum
-    is at most this (HiGHS prunes with it; see :func:`highs.solve_milp`)."""
+    is at most this (HiGHS prunes with it; see :func:`highs.solve_milp`). ``None`` with spread
+    too: one option never survives the loss of its own place."""
     cols = sel.cols
+    if canon.spread:
+        return None
     covers = np.all(canon.cap[canon.demanded][:, cols] > 0.0, axis=0)
     need = need_units(canon, cols)
     fits = covers & (need <= sel.upper)

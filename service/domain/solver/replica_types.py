@@ -24,8 +24,8 @@ costs at least ``F_a(R[a]) + F_b(R[b])`` in (cost, cards), ``F_b`` never falls a
 grows; the fleet found is feasible and within the MILP's bounds (a cheapest covering never
 holds more than ``ceil(R / r[g])`` units of ``g``). The load of each type is split between
 its options in proportion to their replicas. Scopes with caps (``max_units`` or a card cap),
-more than two replica types, or more than :data:`MAX_REPLICAS` replicas of a type are left to
-the MILP.
+more than two replica types, more than :data:`MAX_REPLICAS` replicas of a type, spread over
+providers or regions, shared routing or a line minimum above one replica are left to the MILP.
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ def replica_type_fleet(canon: Canon, sel: Selection) -> tuple[bool, Fleet | None
     cols = sel.cols
     if cols.size == 0 or np.unique(canon.gpu_of[cols]).size != 1 or sel.type_rows:
         return False, None
+    if canon.spread or canon.shared or canon.line_min_replicas > 1:
+        return False, None  # spread, shared routing and line minimums: the MILP
     if np.isfinite(canon.max_units[cols]).any() or math.isfinite(
         float(canon.card_cap[int(canon.gpu_of[cols[0]])])
     ):

@@ -111,3 +111,29 @@ def test_the_scopes_it_takes_and_those_it_leaves_to_the_milp() -> None:
     assert not handled(capped)[0]  # an availability cap: the MILP
     carded = replace(two, max_cards=(("g", 10_000),))
     assert not handled(carded)[0]  # a card cap: the MILP
+    assert not handled(replace(two, line_min_replicas=2))[0]  # a line minimum: the MILP
+    assert not handled(replace(two, shared=True))[0] or len(two.buckets) == 1
+    placed = tuple(
+        replace(o, provider=f"p{i % 2}", region=f"r{i % 2}") for i, o in enumerate(two.options)
+    )
+    spread = replace(two, options=placed, min_providers=2)
+    assert not handled(spread)[0]  # spread over providers: the MILP
+
+
+@pytest.mark.parametrize("seed", range(200, 220))
+def test_under_a_line_minimum_or_spread_the_milp_answers(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = packed_problem(seed, types=2)
+    placed = tuple(
+        replace(o, provider=f"p{i % 2}", region=f"r{i % 2}") for i, o in enumerate(base.options)
+    )
+    for problem in (
+        replace(base, line_min_replicas=3),
+        replace(base, options=placed, min_providers=2),
+    ):
+        got = solve_fleet(problem)
+        cost, cards, feasible = milp_only(problem, monkeypatch)
+        assert got.has_fleet == feasible
+        if feasible:
+            assert (round(got.usd_per_hour, 6), got.total_cards) == (cost, cards)
