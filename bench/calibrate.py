@@ -517,6 +517,9 @@ def profiles(
     return dict(sorted(out.items()))
 
 
+LINE_LENGTH = 100
+
+
 def _literal(obj: object, indent: int = 0) -> str:
     """Python literal of nested dicts/lists/scalars in the layout ``ruff format`` keeps (double
     quotes, one item per line, trailing commas), so the generated module needs no reformatting."""
@@ -539,8 +542,32 @@ def _literal(obj: object, indent: int = 0) -> str:
             + "]"
         )
     if isinstance(obj, str):
-        return '"' + obj.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return _string_literal(obj, indent)
     return repr(obj)
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _string_literal(text: str, indent: int) -> str:
+    """A string literal; one longer than a line is split at spaces into a parenthesised implicit
+    concatenation (what ``ruff format`` keeps within the line length)."""
+    width = LINE_LENGTH - indent - 8
+    if len(_quoted(text)) <= width:
+        return _quoted(text)
+    chunks: list[str] = []
+    current = ""
+    for word in text.split(" "):
+        candidate = f"{current} {word}" if current else word
+        if current and len(_quoted(candidate + " ")) > width:
+            chunks.append(current + " ")
+            current = word
+        else:
+            current = candidate
+    chunks.append(current)
+    pad = " " * (indent + 4)
+    return "(\n" + "\n".join(pad + _quoted(c) for c in chunks) + "\n" + " " * indent + ")"
 
 
 def render(
