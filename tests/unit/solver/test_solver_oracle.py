@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
@@ -16,6 +17,7 @@ from service.domain.solver import (
     FleetOption,
     FleetProblem,
     FleetSolution,
+    ReasonCode,
     SolveStatus,
     max_qps_within_budget,
     solve_fleet,
@@ -78,35 +80,40 @@ def check_fleet(problem: FleetProblem, solution: FleetSolution) -> None:
         assert 0.0 <= share <= 1.0
 
 
-def _agree(problem: FleetProblem) -> None:
+def agree(problem: FleetProblem, *checks: Callable[[FleetProblem, FleetSolution], None]) -> None:
+    """The MILP and brute force agree on status, cost and cards; the fleet passes
+    :func:`check_fleet` and each of ``checks``."""
     want = reference(problem)
     got = solve_fleet(problem)
     if want.cost_cents is None:
         assert got.status is SolveStatus.INFEASIBLE, (problem, got)
         assert got.reasons
+        assert all(r.code is not ReasonCode.SOLVER_ERROR for r in got.reasons), got.reasons
         return
     assert got.status is SolveStatus.OPTIMAL, (problem, got, want)
     assert round(got.usd_per_hour * 100) == want.cost_cents, (problem, got, want)
     assert got.total_cards == want.cards, (problem, got, want)
     check_fleet(problem, got)
+    for check in checks:
+        check(problem, got)
 
 
 @pytest.mark.parametrize("seed", range(N_INSTANCES))
 def test_matches_brute_force(seed: int) -> None:
-    _agree(random_problem(seed))
+    agree(random_problem(seed))
 
 
 @pytest.mark.parametrize("seed", range(1000, 1040))
 def test_matches_brute_force_many_options(seed: int) -> None:
     """Five or six options: the MILP path (the exact path takes one or two)."""
-    _agree(random_problem(seed, max_options=6, max_buckets=2))
+    agree(random_problem(seed, max_options=6, max_buckets=2))
 
 
 @pytest.mark.parametrize("seed", range(2000, 2030))
 def test_two_stage_tiebreak_matches_brute_force(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """The two-stage tie-break (used for huge objectives) gives the same answers."""
     monkeypatch.setattr(min_cost_module, "ONE_STAGE_MAX_OBJECTIVE", 0.0)
-    _agree(random_problem(seed, max_options=5))
+    agree(random_problem(seed, max_options=5))
 
 
 @pytest.mark.parametrize("seed", range(3000, 3030))
@@ -115,7 +122,7 @@ def test_public_milp_fallback_matches_brute_force(
 ) -> None:
     """Without SciPy's private HiGHS wrapper the public ``milp`` path gives the same answers."""
     monkeypatch.setattr(highs_module, "_PRIVATE_WRAPPER", None)
-    _agree(random_problem(seed, max_options=5))
+    agree(random_problem(seed, max_options=5))
 
 
 @pytest.mark.parametrize("seed", range(4000, 4060))
@@ -132,13 +139,13 @@ def test_max_qps_within_budget_matches_brute_force(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(5000, 5160))
 def test_multi_replica_units_match_brute_force(seed: int) -> None:
     """Units hosting 1, 2, 4 or 8 replicas; min_replicas up to 12 (C4 in model replicas)."""
-    _agree(random_problem(seed, multi_replica=True))
+    agree(random_problem(seed, multi_replica=True))
 
 
 @pytest.mark.parametrize("seed", range(5200, 5240))
 def test_multi_replica_units_many_options_match_brute_force(seed: int) -> None:
     """Five or six multi-replica options: the MILP path and its C4 row."""
-    _agree(random_problem(seed, max_options=6, max_buckets=2, multi_replica=True))
+    agree(random_problem(seed, max_options=6, max_buckets=2, multi_replica=True))
 
 
 @pytest.mark.parametrize("seed", range(5300, 5320))
@@ -146,7 +153,7 @@ def test_multi_replica_two_stage_matches_brute_force(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(min_cost_module, "ONE_STAGE_MAX_OBJECTIVE", 0.0)
-    _agree(random_problem(seed, max_options=5, multi_replica=True))
+    agree(random_problem(seed, max_options=5, multi_replica=True))
 
 
 @pytest.mark.parametrize("seed", range(5400, 5440))
@@ -215,12 +222,12 @@ def type_limited_problem(seed: int, *, limit: int = 2) -> FleetProblem:
 def test_a_gpu_type_limit_matches_brute_force(seed: int) -> None:
     """max_gpu_types=2 over four GPU types: same optimum as enumerating every fleet of at
     most two types, and the fleet uses at most two."""
-    _agree(type_limited_problem(seed))
+    agree(type_limited_problem(seed))
 
 
 @pytest.mark.parametrize("seed", range(6100, 6130))
 def test_a_gpu_type_limit_of_three_matches_brute_force(seed: int) -> None:
-    _agree(type_limited_problem(seed, limit=3))
+    agree(type_limited_problem(seed, limit=3))
 
 
 def test_the_type_limit_binds_on_some_instances() -> None:
