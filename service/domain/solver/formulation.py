@@ -332,22 +332,17 @@ def _core_rows(canon: Canon, lay: Layout, *, scale_col: int | None, soft_caps: b
         # C1 + C2 with one shape: z[s,g] = cap[s,g] * (time share) fits iff
         # sum_g cap[s,g] x[g] >= D[s] (or >= D[s] lam); divided by D[s]. Pure integer row.
         only = int(demanded[0])
-        vals = canon.cap[only, sel.cols] / demand[only]
-        agg_vals = vals
-        if scale_col is None:
-            rows.add(np.arange(n_x), vals, 1.0, np.inf)
-        else:
-            rows.add(np.append(np.arange(n_x), scale_col), np.append(vals, -1.0), 0.0, np.inf)
-        demanded = demanded[:0]
+        agg_vals = canon.cap[only, sel.cols] / demand[only]
     elif canon.shared:
         # C1+C2 shared: sum_g x[g] / L[g] >= 1 (or - lam >= 0); every selected option serves
         # every demanded shape, so L[g] > 0 is finite.
-        vals = 1.0 / load_units(canon, sel.cols)
-        agg_vals = vals
+        agg_vals = 1.0 / load_units(canon, sel.cols)
+
+    if agg_vals is not None:
         if scale_col is None:
-            rows.add(np.arange(n_x), vals, 1.0, np.inf)
+            rows.add(np.arange(n_x), agg_vals, 1.0, np.inf)
         else:
-            rows.add(np.append(np.arange(n_x), scale_col), np.append(vals, -1.0), 0.0, np.inf)
+            rows.add(np.append(np.arange(n_x), scale_col), np.append(agg_vals, -1.0), 0.0, np.inf)
         demanded = demanded[:0]
 
     # C1 demand: sum_g z[s,g] / D[s] = 1  (or - lam = 0)
