@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -175,15 +176,20 @@ def _region(option: FleetOption) -> str:
 def survives(problem: FleetProblem, demand: Floats, cap: Floats, x: Ints) -> bool:
     """From min_providers (min_regions) 2 up: without any one provider (region) it uses, the
     rest of the fleet still carries the whole demand."""
+    return all(
+        assignment_fits(demand, cap, rest, shared=problem.shared)
+        for rest in _after_losing_one_place(problem, x)
+    )
+
+
+def _after_losing_one_place(problem: FleetProblem, x: Ints) -> Iterator[Ints]:
+    """The fleet ``x`` without each provider (region) it uses, for spread from 2 up."""
     for least, place in ((problem.min_providers, _provider), (problem.min_regions, _region)):
         if least < 2:
             continue
         names = [place(o) for o in problem.options]
         for lost in {names[g] for g in np.flatnonzero(x)}:
-            rest = np.array([0 if names[g] == lost else x[g] for g in range(len(x))])
-            if not assignment_fits(demand, cap, rest, shared=problem.shared):
-                return False
-    return True
+            yield np.array([0 if names[g] == lost else x[g] for g in range(len(x))])
 
 
 def _replicas_per_unit(problem: FleetProblem) -> Ints:
@@ -273,13 +279,8 @@ def _scale_surviving(problem: FleetProblem, demand: Floats, cap: Floats, x: Ints
     """The load scale the fleet carries, and still carries after losing any one provider
     (region) when spread asks for it."""
     lam = _scale_of(problem, demand, cap, x)
-    for least, place in ((problem.min_providers, _provider), (problem.min_regions, _region)):
-        if least < 2:
-            continue
-        names = [place(o) for o in problem.options]
-        for lost in {names[g] for g in np.flatnonzero(x)}:
-            rest = np.array([0 if names[g] == lost else x[g] for g in range(len(x))])
-            lam = min(lam, _scale_of(problem, demand, cap, rest))
+    for rest in _after_losing_one_place(problem, x):
+        lam = min(lam, _scale_of(problem, demand, cap, rest))
     return lam
 
 
