@@ -6,19 +6,22 @@ block, so ``make readme`` refreshes it and a test fails when it drifts from the 
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Mapping, Sequence
 
 from service.domain.catalog import GpuSpec, PricePoint, latest_per_offer
-from service.store.csv_format import bundled_text, parse_gpus_csv, parse_prices_csv
+from service.store.csv_format import (
+    bundled_text,
+    parse_gpus_csv,
+    parse_prices_csv,
+    parse_purchase_gaps_csv,
+)
 
 RESERVED = ("reserved_1y", "reserved_3y")
 
 
 def purchase_gaps(text: str) -> dict[str, str]:
     """``purchase_gaps.csv`` text as {gpu id: why the catalog has no purchase price}."""
-    return {r["gpu_id"].strip(): r["reason"].strip() for r in csv.DictReader(io.StringIO(text))}
+    return {gap.gpu_id: gap.reason for gap in parse_purchase_gaps_csv(text)}
 
 
 def _sentence(text: str) -> str:

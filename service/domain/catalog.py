@@ -189,21 +189,34 @@ class PricePoint:
 
 
 @dataclass(frozen=True, slots=True)
+class PriceGap:
+    """Why the catalog holds no price of one kind for one GPU, as documented with the data
+    (``service/data/purchase_gaps.csv`` for purchase prices): a plan that needs that kind says
+    it for the GPU instead of a bare "no price"."""
+
+    gpu_id: str
+    kind: PriceKindName
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class CatalogSnapshot:
     """Everything the planner needs from the catalog at one revision.
 
     ``prices`` holds, per offer, the latest observation at or before ``prices_as_of``
-    (``None`` means "latest known").
+    (``None`` means "latest known"); ``gaps`` the documented reasons for the prices it lacks.
     """
 
     revision: int
     gpus: tuple[GpuSpec, ...]
     prices: tuple[PricePoint, ...]
     prices_as_of: datetime | None = None
+    gaps: tuple[PriceGap, ...] = ()
     gpu_by_id: dict[str, GpuSpec] = field(init=False, repr=False, compare=False)
 
     alias_index: dict[str, str] = field(init=False, repr=False, compare=False)
     prices_by_gpu: dict[str, tuple[PricePoint, ...]] = field(init=False, repr=False, compare=False)
+    gap_reasons: dict[tuple[str, str], str] = field(init=False, repr=False, compare=False)
     memo: dict[Hashable, Any] = field(init=False, repr=False, compare=False)
     """Values the planner derives from this snapshot alone (offers per GPU and constraint),
     kept for the next plan at the same revision; bounded by :data:`MEMO_ENTRIES`."""
@@ -215,7 +228,13 @@ class CatalogSnapshot:
         for price in self.prices:
             by_gpu.setdefault(price.gpu_id, []).append(price)
         object.__setattr__(self, "prices_by_gpu", {k: tuple(v) for k, v in by_gpu.items()})
+        reasons = {(gap.gpu_id, gap.kind): gap.reason for gap in self.gaps}
+        object.__setattr__(self, "gap_reasons", reasons)
         object.__setattr__(self, "memo", {})
+
+    def gap_reason(self, gpu_id: str, kind: PriceKindName) -> str | None:
+        """The documented reason the catalog has no ``kind`` price for ``gpu_id``, if any."""
+        return self.gap_reasons.get((gpu_id, kind))
 
     def remember(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()``, memoised in this snapshot under ``key`` (which must name everything

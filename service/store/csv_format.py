@@ -3,6 +3,7 @@
 ``gpus.csv`` columns are the stored ``GpuSpec`` fields (``aliases`` and ``sources`` separated by
 ``|``). ``prices.csv`` columns are the ``PricePoint`` fields but ``ingested_at``:
 ``gpu_id,provider,region,kind,usd,instance_type,gpus_per_instance,observed_at,source``.
+``purchase_gaps.csv`` columns are ``gpu_id,reason``: why the catalog has no purchase price.
 Parsers take text and return domain values, checked against the limits the domain types
 declare (the ones the HTTP endpoints enforce); a bad cell raises ``InvalidInput`` naming the
 line and column, and text holding NUL is refused whole.
@@ -22,7 +23,13 @@ from typing import Any, TypeVar
 import msgspec
 from sqlalchemy import JSON
 
-from service.domain.catalog import GpuSpec, PricePoint, observed_moment
+from service.domain.catalog import (
+    SOURCE_MAX_LENGTH,
+    GpuSpec,
+    PriceGap,
+    PricePoint,
+    observed_moment,
+)
 from service.domain.errors import InvalidInput
 from service.domain.moments import window_problem
 from service.domain.vocabulary import PRICE_KIND_NAMES, one_of
@@ -120,6 +127,28 @@ def parse_prices_csv(text: str, *, ingested_at: datetime | None = None) -> list[
         }
         points.append(_converted(values, PricePoint, where))
     return points
+
+
+GAP_COLUMNS = ("gpu_id", "reason")
+
+
+def parse_purchase_gaps_csv(text: str) -> list[PriceGap]:
+    """Parse ``purchase_gaps.csv`` text: per GPU, why the catalog holds no purchase price."""
+    gaps: list[PriceGap] = []
+    for line, row in _rows(text, GAP_COLUMNS, "purchase_gaps.csv"):
+        for column in GAP_COLUMNS:
+            if not row[column]:
+                raise InvalidInput(
+                    f"purchase_gaps.csv line {line}: {column}: must not be empty", field=column
+                )
+        if len(row["reason"]) > SOURCE_MAX_LENGTH:
+            raise InvalidInput(
+                f"purchase_gaps.csv line {line}: reason: longer than {SOURCE_MAX_LENGTH} "
+                "characters",
+                field="reason",
+            )
+        gaps.append(PriceGap(row["gpu_id"], "purchase", row["reason"]))
+    return gaps
 
 
 def write_prices_csv(points: Iterable[PricePoint]) -> str:

@@ -9,6 +9,8 @@ everything else, after every migration (so tables added later are covered):
   UPDATE, DELETE or TRUNCATE, on top of the triggers);
 - ``price_imports``: SELECT, INSERT, and USAGE on its id sequence (``POST /v1/prices/import``
   records each imported file);
+- ``price_gaps``: SELECT (the documented reasons for missing prices are written by
+  migrations only);
 - ``catalog_state``: SELECT, UPDATE (the revision row, locked with ``SELECT ... FOR UPDATE``);
 - ``alembic_version``: SELECT (the startup check that the schema is at head).
 
@@ -27,6 +29,7 @@ TABLE_PRIVILEGES = {
     "gpus": "SELECT, INSERT, UPDATE",
     "price_points": "SELECT, INSERT",
     "price_imports": "SELECT, INSERT",
+    "price_gaps": "SELECT",
     "catalog_state": "SELECT, UPDATE",
 }
 

@@ -179,6 +179,25 @@ class PricePointRow(Base):
     )
 
 
+class PriceGapRow(Base):
+    """Why the catalog holds no price of one kind for one GPU (``domain.catalog.PriceGap``),
+    seeded from ``service/data/purchase_gaps.csv``; ``revision`` is the catalog write that
+    stored it."""
+
+    __tablename__ = "price_gaps"
+
+    gpu_id: Mapped[str] = mapped_column(String(64), ForeignKey("gpus.id"), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)
+    reason: Mapped[str] = mapped_column(Text)
+    revision: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (
+        CheckConstraint(
+            f"kind IN ({', '.join(repr(kind) for kind in PRICE_KIND_NAMES)})", name="kind_known"
+        ),
+    )
+
+
 class CatalogStateRow(Base):
     """The single row holding the catalog revision (bumped with every GPU or price write)."""
 

@@ -37,11 +37,13 @@ from service.store.errors import outage_as_unavailable
 from service.store.models import (
     CatalogStateRow,
     GpuRow,
+    PriceGapRow,
     PriceImportRow,
     PricePointRow,
     UtcDateTime,
 )
 from service.store.rows import (
+    gap_from_row,
     gpu_from_row,
     gpu_to_row_values,
     price_from_row,
@@ -99,8 +101,9 @@ class CatalogRepository:
 
     @outage_as_unavailable
     async def snapshot(self, as_of: datetime | None = None) -> CatalogSnapshot:
-        """All GPUs and the latest observation of every offer at or before ``as_of``, read in
-        one consistent transaction together with the revision they belong to."""
+        """All GPUs, the latest observation of every offer at or before ``as_of`` and the
+        documented price gaps, read in one consistent transaction together with the revision
+        they belong to."""
         async with self._sessions() as session:
             if self._dialect == "postgresql":
                 await session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
@@ -109,11 +112,15 @@ class CatalogRepository:
             )
             gpu_rows = (await session.scalars(select(GpuRow).order_by(GpuRow.id))).all()
             prices = without_superseded(await self._latest_prices(session, as_of))
+            gap_rows = (
+                await session.scalars(select(PriceGapRow).order_by(PriceGapRow.gpu_id))
+            ).all()
         return CatalogSnapshot(
             revision=int(revision or 0),
             gpus=tuple(gpu_from_row(r) for r in gpu_rows),
             prices=prices,
             prices_as_of=as_of,
+            gaps=tuple(gap_from_row(r) for r in gap_rows),
         )
 
     async def _latest_prices(

@@ -7,9 +7,9 @@ from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
-from service.domain.catalog import GpuSpec, PricePoint
+from service.domain.catalog import GpuSpec, PriceGap, PricePoint
 from service.domain.vocabulary import PRICE_KIND_NAMES, one_of
-from service.store.models import GpuRow, PricePointRow, stored_spec_fields
+from service.store.models import GpuRow, PriceGapRow, PricePointRow, stored_spec_fields
 
 _GPU_FIELDS = stored_spec_fields()
 _PRICE_FIELDS = tuple(f.name for f in fields(PricePoint))
@@ -40,6 +40,14 @@ def price_from_row(row: PricePointRow) -> PricePoint:
     values: dict[str, Any] = {name: getattr(row, name) for name in _PRICE_FIELDS}
     values["kind"] = one_of(PRICE_KIND_NAMES, row.kind, "price kind")
     return PricePoint(**values)
+
+
+def gap_to_row_values(gap: PriceGap, *, revision: int) -> dict[str, Any]:
+    return {"gpu_id": gap.gpu_id, "kind": gap.kind, "reason": gap.reason, "revision": revision}
+
+
+def gap_from_row(row: PriceGapRow) -> PriceGap:
+    return PriceGap(row.gpu_id, one_of(PRICE_KIND_NAMES, row.kind, "price kind"), row.reason)
 
 
 def _to_column(value: Any) -> Any:

@@ -1,10 +1,10 @@
 """The reference catalog bundled with gpuplan, read without a database.
 
-``service/data/gpus.csv``, ``prices.csv`` and the SkyPilot snapshot in ``service/data/skypilot``
-(parsed by ``store.csv_format`` and ``store.skypilot_format``, the same code that seeds a new
-database): the GPUs and prices a fresh install serves. The OpenAPI document builds
-its GPU examples from it, so an example always carries every ``GpuSpec`` field with the seed
-row's values.
+``service/data/gpus.csv``, ``prices.csv``, ``purchase_gaps.csv`` and the SkyPilot snapshot in
+``service/data/skypilot`` (parsed by ``store.csv_format`` and ``store.skypilot_format``, the
+same code that seeds a new database): the GPUs, prices and price gaps a fresh install serves.
+The OpenAPI document builds its GPU examples from it, so an example always carries every
+``GpuSpec`` field with the seed row's values.
 """
 
 from __future__ import annotations
@@ -13,21 +13,30 @@ from functools import cache
 
 from service.domain.catalog import CatalogSnapshot, cheapest_by_provider, latest_per_offer
 from service.domain.superseded import without_superseded
-from service.store.csv_format import bundled_text, parse_gpus_csv, parse_prices_csv
+from service.store.csv_format import (
+    bundled_text,
+    parse_gpus_csv,
+    parse_prices_csv,
+    parse_purchase_gaps_csv,
+)
 from service.store.skypilot_seed import bundled_imports
 from service.usecases.catalog import GpuListing
 
 
 @cache
 def seed_snapshot() -> CatalogSnapshot:
-    """The bundled GPUs and the newest bundled observation of every offer. The revision is 1,
-    the seed's own; a database moves on from it with every migration that writes the catalog."""
+    """The bundled GPUs, the newest bundled observation of every offer and the documented price
+    gaps. The revision is 1, the seed's own; a database moves on from it with every migration
+    that writes the catalog."""
     gpus = tuple(parse_gpus_csv(bundled_text("gpus.csv")))
     points = parse_prices_csv(bundled_text("prices.csv"))
     for item in bundled_imports({g.id: g for g in gpus}):
         points.extend(item.parsed.points)
     return CatalogSnapshot(
-        revision=1, gpus=gpus, prices=without_superseded(latest_per_offer(points))
+        revision=1,
+        gpus=gpus,
+        prices=without_superseded(latest_per_offer(points)),
+        gaps=tuple(parse_purchase_gaps_csv(bundled_text("purchase_gaps.csv"))),
     )
 
 

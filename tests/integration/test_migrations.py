@@ -10,10 +10,14 @@ from alembic.operations import Operations
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, TextClause, bindparam, text
 
-from service.store.csv_format import bundled_text, parse_prices_csv
+from service.store.csv_format import bundled_text, parse_prices_csv, parse_purchase_gaps_csv
 from service.store.database import create_engine
 from service.store.migrate import current_revision, head_revision, upgrade
-from service.store.migrations.backfill import append_bundled_prices, fill_gpu_column
+from service.store.migrations.backfill import (
+    append_bundled_prices,
+    fill_gpu_column,
+    store_bundled_gaps,
+)
 from service.store.models import Base
 from tests.support.seed import hand_entered_count, seeded_gpu_count, seeded_price_count
 
@@ -226,5 +230,40 @@ async def test_bringing_a_database_up_to_the_bundled_prices_writes_only_what_it_
                 )
             )
         assert stored == before[0] + 1
+    finally:
+        await engine.dispose()
+
+
+async def test_the_gap_migration_stores_each_documented_reason_in_one_catalog_write(
+    empty_database_url: str,
+) -> None:
+    """0011 stores the reasons of purchase_gaps.csv, for the GPUs the database holds, as one
+    catalog write (plans that name those GPUs now say why, so they are re-keyed); running
+    ``store_bundled_gaps`` again writes nothing and keeps the revision."""
+    engine = create_engine(empty_database_url)
+    gaps = parse_purchase_gaps_csv(bundled_text("purchase_gaps.csv"))
+
+    async def state() -> tuple[int, list[tuple[str, str, str, int]]]:
+        async with engine.connect() as connection:
+            revision = await connection.scalar(text("SELECT revision FROM catalog_state"))
+            rows = (
+                await connection.execute(
+                    text("SELECT gpu_id, kind, reason, revision FROM price_gaps ORDER BY gpu_id")
+                )
+            ).all()
+        return int(revision), [tuple(r) for r in rows]
+
+    try:
+        await upgrade(engine, "0010")
+        async with engine.connect() as connection:
+            before = await connection.scalar(text("SELECT revision FROM catalog_state"))
+        await upgrade(engine, "0011")
+        revision, rows = await state()
+        assert revision == before + 1
+        assert rows == sorted((g.gpu_id, g.kind, g.reason, revision) for g in gaps)
+        async with engine.begin() as connection:
+            stored = await connection.run_sync(lambda c: store_bundled_gaps(c, datetime.now(UTC)))
+        assert stored == 0
+        assert await state() == (revision, rows)
     finally:
         await engine.dispose()

@@ -16,6 +16,7 @@ from litestar.testing import AsyncTestClient
 
 from service.app import create_app
 from service.settings import Settings
+from service.store.csv_format import bundled_text, parse_purchase_gaps_csv
 from tests.conftest import Client, admin, base_settings
 from tests.support.databases import SqliteDatabases
 from tests.support.proxy import ToggleProxy
@@ -704,3 +705,44 @@ async def test_min_replicas_and_spread_travel_by_body_query_and_echo(client: Cli
     infeasible = (await post_plan(client, one_provider)).json()
     assert infeasible["status"] == "infeasible"
     assert any("spread.min_providers is 2" in s for s in infeasible["explanation"])
+
+
+async def test_an_owned_plan_names_the_documented_reason_a_gpu_has_no_purchase_price(
+    client: Client,
+) -> None:
+    """The reasons of service/data/purchase_gaps.csv travel with the catalog (migration 0011):
+    a GPU without a purchase price is rejected with its own reason, not as an SLO failure."""
+    gaps = {g.gpu_id: g.reason for g in parse_purchase_gaps_csv(bundled_text("purchase_gaps.csv"))}
+    constraints = {**BODY["constraints"], "pricing": "owned", "gpus": ["h100-nvl", "l4"]}
+    mixed = await post_plan(client, {**BODY, "constraints": constraints})
+    assert mixed.status_code == 200, mixed.text
+    plan = mixed.json()
+    assert plan["status"] == "optimal"
+    assert {line["gpu"] for line in plan["fleet"]} == {"l4"}
+    (rejected,) = plan["rejected"]
+    assert rejected["gpu"] == "h100-nvl" and rejected["code"] == "no_price"
+    assert rejected["reason"] == (
+        f"no owned price for h100-nvl: {gaps['h100-nvl']}; give card_usd for it in "
+        "constraints.owned"
+    )
+    alone = await post_plan(client, {**BODY, "constraints": {**constraints, "gpus": ["h100-nvl"]}})
+    assert alone.status_code == 200, alone.text
+    assert alone.json()["status"] == "no_price"
+    assert [r["reason"] for r in alone.json()["rejected"]] == [rejected["reason"]]
+    text = await client.get(
+        "/v1/plan",
+        params={
+            "model": "llama-3.1-8b",
+            "qps": 12,
+            "prompt_tokens": 512,
+            "output_tokens": 128,
+            "ttft_ms": 2000,
+            "tpot_ms": 50,
+            "pricing": "owned",
+            "gpus": "h100-nvl",
+            "format": "text",
+        },
+    )
+    assert text.status_code == 200, text.text
+    assert "status: no_price" in text.text
+    assert gaps["h100-nvl"] in " ".join(text.text.split())

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.domain.catalog import PricePoint
 from service.domain.errors import InvalidInput
+from service.store.csv_format import bundled_text, parse_purchase_gaps_csv
 from service.store.errors import ValueRefused
 from service.store.repositories import CatalogRepository
 from tests.support.seed import seeded_price_count
@@ -112,3 +113,15 @@ async def test_a_value_the_database_refuses_is_invalid_input_never_an_outage(
         await repo.ingest_prices([candidate], T0)
     assert isinstance(caught.value, InvalidInput)
     assert (await repo.revision()) >= 1  # the database still answers
+
+
+async def test_the_snapshot_carries_the_documented_price_gaps(engine: AsyncEngine) -> None:
+    """The reasons migration 0011 stored come back with the catalog, as of any moment."""
+    repo = CatalogRepository(engine)
+    bundled = parse_purchase_gaps_csv(bundled_text("purchase_gaps.csv"))
+    expected = {(g.gpu_id, "purchase"): g.reason for g in bundled}
+    for snapshot in (await repo.snapshot(), await repo.snapshot(as_of=T0)):
+        assert {(g.gpu_id, g.kind): g.reason for g in snapshot.gaps} == expected
+        gap = bundled[0]
+        assert snapshot.gap_reason(gap.gpu_id, "purchase") == gap.reason
+        assert snapshot.gap_reason(gap.gpu_id, "on_demand") is None

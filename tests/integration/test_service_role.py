@@ -75,6 +75,8 @@ async def owner_and_service_urls(
         "ALTER TABLE price_points DISABLE TRIGGER ALL",
         "DROP TRIGGER price_points_no_truncate ON price_points",
         "DELETE FROM gpus",
+        "DELETE FROM price_gaps",
+        "UPDATE price_gaps SET reason = 'x'",
         "DELETE FROM catalog_state",
         "UPDATE alembic_version SET version_num = '0001'",
     ],
@@ -100,7 +102,7 @@ async def test_the_service_role_reads_ingests_and_replaces_specs(
         repo = CatalogRepository(engine)
         now = datetime.now(UTC)
         snapshot = await repo.snapshot()
-        assert snapshot.revision >= 1 and snapshot.prices
+        assert snapshot.revision >= 1 and snapshot.prices and snapshot.gaps
         point = PricePoint(
             gpu_id="l40s",
             provider="rolecloud",

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from service.domain.errors import InvalidInput
 from service.domain.vocabulary import PRICE_KIND_NAMES
 from service.store import csv_format
 
@@ -398,6 +399,19 @@ def test_every_gpu_has_a_purchase_price_or_a_documented_reason(
     assert set(gpus) == purchased | set(explained), set(gpus) - purchased - set(explained)
     for gpu_id, reason in explained.items():
         assert len(reason) > 40, (gpu_id, reason)
+
+
+def test_the_gaps_parser_gives_each_reason_as_a_purchase_gap() -> None:
+    """What migration 0011 stores and plans quote: one purchase gap per row, text as written."""
+    _, rows = _read("purchase_gaps.csv")
+    parsed = csv_format.parse_purchase_gaps_csv((DATA / "purchase_gaps.csv").read_text("utf-8"))
+    assert [(g.gpu_id, g.kind, g.reason) for g in parsed] == [
+        (r["gpu_id"], "purchase", r["reason"].strip()) for r in rows
+    ]
+    with pytest.raises(InvalidInput, match="line 2: reason: must not be empty"):
+        csv_format.parse_purchase_gaps_csv("gpu_id,reason\nh100-nvl,\n")
+    with pytest.raises(InvalidInput, match="missing columns reason"):
+        csv_format.parse_purchase_gaps_csv("gpu_id\nh100-nvl\n")
 
 
 def test_price_rows_are_valid(

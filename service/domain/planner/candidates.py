@@ -12,7 +12,7 @@ every card)."""
 
 from dataclasses import dataclass
 
-from service.domain.catalog import CatalogSnapshot, GpuSpec
+from service.domain.catalog import CatalogSnapshot, GpuSpec, price_kind_for
 from service.domain.perfmodel import (
     Capacity,
     Deployment,
@@ -193,7 +193,9 @@ def gpu_offers(
     )
 
     def compute() -> tuple[list[Offer], str | None]:
-        allowed, why = offers_for(gpu, snapshot.prices_by_gpu.get(gpu.id, ()), c, default_providers)
+        prices = snapshot.prices_by_gpu.get(gpu.id, ())
+        gap = snapshot.gap_reason(gpu.id, price_kind_for(c.pricing))
+        allowed, why = offers_for(gpu, prices, c, default_providers, gap)
         return cheapest_per_shape(allowed), why
 
     offers, why = snapshot.remember(key, compute)

@@ -18,7 +18,7 @@ from datetime import datetime
 from service.domain.catalog import GpuSpec, PricePoint, price_kind_for
 from service.domain.planner.request import HOURS_PER_MONTH, OwnedCost, PlanConstraints
 from service.domain.providers import DEFAULT_PROVIDERS, allowed_by_policy, provider_kind
-from service.domain.vocabulary import PricingChoice
+from service.domain.vocabulary import PRICING_CHOICES, PricingChoice
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,14 +64,31 @@ REQUEST_PROVIDER = "request"
 REQUEST_INSTANCE = "card (price given in the request)"
 
 
-def no_price_reason(gpu_id: str, pricing: PricingChoice) -> str:
-    """Why ``gpu_id`` has no offer of ``pricing``: the catalog holds no such price."""
+def no_price_reason(
+    gpu_id: str,
+    pricing: PricingChoice,
+    documented: str | None = None,
+    prices: Iterable[PricePoint] = (),
+) -> str:
+    """Why ``gpu_id`` has no offer of ``pricing``: the catalog holds no such price. ``documented``
+    is the catalog's recorded reason for the gap (``CatalogSnapshot.gap_reason``); without one
+    the answer says the catalog has none. A price a request may give itself (an owned card's
+    ``card_usd``) is named; for any other kind, the pricing choices the GPU's ``prices`` do
+    allow."""
+    why = documented.strip().rstrip(".") if documented else None
     if pricing == "owned":
         return (
-            f"no owned price for {gpu_id}: the catalog has no purchase price for it; give one "
-            f"with constraints.owned.card_usd"
+            f"no owned price for {gpu_id}: {why or 'the catalog has no purchase price for it'}; "
+            "give card_usd for it in constraints.owned"
         )
-    return f"no {pricing} price for {gpu_id}"
+    reason = f"no {pricing} price for {gpu_id}: " + (
+        why or f"no provider in the catalog has a {pricing} price for it"
+    )
+    kinds = {p.kind for p in prices if p.gpu_id == gpu_id}
+    choices = [c for c in PRICING_CHOICES if c != pricing and price_kind_for(c) in kinds]
+    if choices:
+        reason += f" (it is priced for: {', '.join(choices)})"
+    return reason
 
 
 def offers_for(
@@ -79,8 +96,10 @@ def offers_for(
     prices: Iterable[PricePoint],
     constraints: PlanConstraints,
     default_providers: tuple[str, ...] = DEFAULT_PROVIDERS,
+    gap: str | None = None,
 ) -> tuple[list[Offer], str | None]:
-    """The allowed offers of one GPU, and why there are none when the list is empty.
+    """The allowed offers of one GPU, and why there are none when the list is empty (``gap``:
+    the catalog's documented reason it has no price of the request's kind, if any).
 
     A request that names providers may use theirs; one that names none, the offers the
     service's ``default_providers`` admit (``providers.allowed_by_policy``), plus marketplace
@@ -100,9 +119,10 @@ def offers_for(
             return [offer], None
     providers = set(constraints.providers) if constraints.providers is not None else None
     regions = set(constraints.regions) if constraints.regions is not None else None
-    of_kind = [p for p in prices if p.gpu_id == gpu.id and p.kind == kind]
+    own = [p for p in prices if p.gpu_id == gpu.id]
+    of_kind = [p for p in own if p.kind == kind]
     if not of_kind:
-        return [], no_price_reason(gpu.id, constraints.pricing)
+        return [], no_price_reason(gpu.id, constraints.pricing, gap, own)
     in_region = [
         p for p in of_kind if regions is None or p.region in regions or p.region == "global"
     ]

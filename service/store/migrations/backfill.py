@@ -6,7 +6,8 @@ with ``op.add_column`` (the type spelt out, as Alembic writes it), then calls
 ``service/data/gpus.csv`` values. A migration that seeds prices moves the revision on with
 ``next_catalog_revision`` and appends its rows with ``insert_new_prices``; one that brings a
 database up to the bundled ``prices.csv`` calls ``append_bundled_prices``, which writes (and
-moves the revision) only when the database lacks a row.
+moves the revision) only when the database lacks a row. ``store_bundled_gaps`` does the same
+for the documented reasons of ``purchase_gaps.csv``.
 """
 
 from __future__ import annotations
@@ -18,9 +19,14 @@ from alembic import op
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from service.store.csv_format import bundled_text, parse_gpus_csv, parse_prices_csv
-from service.store.models import GpuRow, PricePointRow
-from service.store.rows import gpu_to_row_values, price_to_row_values
+from service.store.csv_format import (
+    bundled_text,
+    parse_gpus_csv,
+    parse_prices_csv,
+    parse_purchase_gaps_csv,
+)
+from service.store.models import GpuRow, PriceGapRow, PricePointRow
+from service.store.rows import gap_to_row_values, gpu_to_row_values, price_to_row_values
 
 # What makes a price observation the same one: a seed never stores it twice.
 _PRICE_IDENTITY = ["gpu_id", "provider", "region", "kind", "instance_type", "observed_at"]
@@ -79,6 +85,32 @@ def insert_new_prices(bind: sa.Connection, values: list[dict[str, object]], chun
         )
         inserted += len(bind.execute(stmt).all())
     return inserted
+
+
+def store_bundled_gaps(bind: sa.Connection, now: datetime, text: str | None = None) -> int:
+    """Store the reasons of the bundled ``purchase_gaps.csv`` (or of ``text`` in its format)
+    that the database lacks, for the GPUs it holds, as one catalog write carrying the next
+    revision (plans that name those GPUs now say why, so they are re-keyed); the number
+    stored. When every reason is stored already nothing is written and the revision stays."""
+    held = set(bind.scalars(sa.select(GpuRow.__table__.c["id"])))
+    stored = {
+        (row.gpu_id, row.kind)
+        for row in bind.execute(sa.select(PriceGapRow.gpu_id, PriceGapRow.kind))
+    }
+    gaps = [
+        gap
+        for gap in parse_purchase_gaps_csv(
+            text if text is not None else bundled_text("purchase_gaps.csv")
+        )
+        if gap.gpu_id in held and (gap.gpu_id, gap.kind) not in stored
+    ]
+    if not gaps:
+        return 0
+    revision = next_catalog_revision(bind, now)
+    bind.execute(
+        sa.insert(PriceGapRow), [gap_to_row_values(gap, revision=revision) for gap in gaps]
+    )
+    return len(gaps)
 
 
 def fill_gpu_column(*names: str) -> None:

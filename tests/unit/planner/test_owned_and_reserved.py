@@ -28,8 +28,13 @@ from service.domain.planner import (
     canonical_request,
     plan,
 )
-from service.domain.planner.offers import offers_for
-from service.store.csv_format import bundled_text, parse_gpus_csv, parse_prices_csv
+from service.domain.planner.offers import no_price_reason, offers_for
+from service.store.csv_format import (
+    bundled_text,
+    parse_gpus_csv,
+    parse_prices_csv,
+    parse_purchase_gaps_csv,
+)
 from tests.support.plan_requests import plan_request
 
 DATA = Path(__file__).resolve().parents[3] / "service" / "data"
@@ -39,7 +44,8 @@ DATA = Path(__file__).resolve().parents[3] / "service" / "data"
 def snapshot() -> CatalogSnapshot:
     gpus = tuple(parse_gpus_csv(bundled_text("gpus.csv")))
     prices = latest_per_offer(parse_prices_csv(bundled_text("prices.csv")))
-    return CatalogSnapshot(revision=1, gpus=gpus, prices=prices)
+    gaps = tuple(parse_purchase_gaps_csv(bundled_text("purchase_gaps.csv")))
+    return CatalogSnapshot(revision=1, gpus=gpus, prices=prices, gaps=gaps)
 
 
 def request(**constraints: Any) -> PlanRequest:
@@ -96,10 +102,47 @@ def test_every_gpu_with_a_purchase_row_has_an_owned_offer_and_no_other_does() ->
     purchased = {r["gpu_id"] for r in purchase_rows()}
     gaps = purchase_gaps()
     for gpu in snap.gpus:
-        offers, why = offers_for(gpu, snap.prices, PlanConstraints(pricing="owned"))
+        gap = snap.gap_reason(gpu.id, "purchase")
+        offers, why = offers_for(gpu, snap.prices, PlanConstraints(pricing="owned"), gap=gap)
         assert bool(offers) == (gpu.id in purchased), (gpu.id, why)
         if not offers:
-            assert gpu.id in gaps and why is not None and "card_usd" in why, gpu.id
+            assert gpu.id in gaps and gap == gaps[gpu.id], gpu.id
+            assert why is not None and gaps[gpu.id] in why and "card_usd" in why, gpu.id
+
+
+def test_the_owned_reason_gives_the_documented_gap_or_says_the_catalog_has_none() -> None:
+    gaps = purchase_gaps()
+    documented = no_price_reason("h100-nvl", "owned", gaps["h100-nvl"])
+    assert documented == (
+        f"no owned price for h100-nvl: {gaps['h100-nvl']}; give card_usd for it in "
+        "constraints.owned"
+    )
+    # a GPU with no gap record (one added through the API, say) is still named, with the remedy
+    assert no_price_reason("my-card", "owned") == (
+        "no owned price for my-card: the catalog has no purchase price for it; give card_usd "
+        "for it in constraints.owned"
+    )
+    # a documented reason ending in a full stop does not end the sentence early
+    assert no_price_reason("x", "owned", "sold in systems only.") == (
+        "no owned price for x: sold in systems only; give card_usd for it in constraints.owned"
+    )
+
+
+def test_a_plan_names_the_documented_reason_of_each_gap_gpu_and_solves_the_others() -> None:
+    gaps = purchase_gaps()
+    p = plan(request(gpus=("h100-nvl", "gh200", "l4"), pricing="owned"), snapshot())
+    assert p.status == "optimal" and p.fleet is not None
+    assert {line.gpu for line in p.fleet.lines} == {"l4"}
+    reasons = {r.gpu: (r.code, r.reason) for r in p.rejected}
+    assert set(reasons) == {"h100-nvl", "gh200"}
+    for gpu, (code, reason) in reasons.items():
+        assert code == "no_price"
+        assert reason.startswith(f"no owned price for {gpu}: {gaps[gpu]}"), reason
+    # a snapshot without the gap records still rejects them per GPU, with the generic reason
+    bare = replace(snapshot(), gaps=())
+    alone = plan(request(gpus=("h100-nvl",), pricing="owned"), bare)
+    assert alone.status == "no_price"
+    assert [r.reason for r in alone.rejected] == [no_price_reason("h100-nvl", "owned")]
 
 
 def test_a_card_price_given_in_the_request_prices_a_gpu_the_catalog_cannot() -> None:
@@ -181,19 +224,23 @@ def test_a_pricing_kind_without_data_is_said_per_gpu_and_is_not_an_slo_failure()
     p = plan(request(gpus=("h100-pcie", "l4"), pricing="reserved_3y"), snapshot())
     assert p.status == "no_price" and p.fleet is None
     reasons = {r.gpu: r.reason for r in p.rejected}
-    assert reasons == {
-        "h100-pcie": "no reserved_3y price for h100-pcie",
-        "l4": "no reserved_3y price for l4",
-    }
-    assert "no reserved_3y price for h100-pcie" in p.explanation[0]
+    # each says the catalog has none of the kind, and the pricing the GPU's own prices allow
+    choice = {"on_demand": "on_demand", "spot": "spot", "purchase": "owned"}
+    for gpu in ("h100-pcie", "l4"):
+        kinds = {q.kind for q in snapshot().prices if q.gpu_id == gpu}
+        assert "purchase" in kinds and "reserved_3y" not in kinds
+        allowed = [choice[k] for k in choice if k in kinds]
+        assert reasons[gpu] == (
+            f"no reserved_3y price for {gpu}: no provider in the catalog has a reserved_3y "
+            f"price for it (it is priced for: {', '.join(allowed)})"
+        )
+    assert reasons["h100-pcie"] in p.explanation[0]
     assert "SLO" not in " ".join(r.code for r in p.rejected)
     # with one GPU that has the kind, the others are still named per GPU
     mixed = plan(request(gpus=("h100-pcie", "l40s"), pricing="reserved_3y"), snapshot())
     assert mixed.status == "optimal" and mixed.fleet is not None
     assert {line.gpu for line in mixed.fleet.lines} == {"l40s"}
-    assert {r.gpu: r.reason for r in mixed.rejected} == {
-        "h100-pcie": "no reserved_3y price for h100-pcie"
-    }
+    assert {r.gpu: r.reason for r in mixed.rejected} == {"h100-pcie": reasons["h100-pcie"]}
 
 
 def test_card_prices_resolve_aliases_and_enter_the_canonical_request() -> None:

@@ -12,7 +12,7 @@ from functools import cache
 
 import pytest
 
-from service.domain.catalog import MEMO_ENTRIES, CatalogSnapshot
+from service.domain.catalog import MEMO_ENTRIES, CatalogSnapshot, price_kind_for
 from service.domain.llm import resolve_model
 from service.domain.perfmodel import Deployment, RequestShape, Slo, max_qps_under_slo
 from service.domain.perfmodel.calibration import default_calibration, resolve_profile
@@ -61,7 +61,8 @@ def test_memoised_hashes_follow_equality() -> None:
 def test_remembered_offers_are_the_offers_a_fresh_scan_finds(constraints: PlanConstraints) -> None:
     snap = snapshot()
     for gpu in snap.gpus:
-        fresh, why = offers_for(gpu, snap.prices, constraints, DEFAULT_PROVIDERS)
+        gap = snap.gap_reason(gpu.id, price_kind_for(constraints.pricing))
+        fresh, why = offers_for(gpu, snap.prices, constraints, DEFAULT_PROVIDERS, gap)
         expected = (cheapest_per_shape(fresh), why)
         assert gpu_offers(snap, gpu, constraints, DEFAULT_PROVIDERS) == expected
         assert gpu_offers(snap, gpu, constraints, DEFAULT_PROVIDERS) == expected  # remembered
