@@ -79,12 +79,16 @@ class MilpModel:
 
 @dataclass(frozen=True, slots=True)
 class MilpResult:
-    """``x`` is set for ``OPTIMAL`` and ``TIME_LIMIT_WITH_SOLUTION``; ``mip_gap`` is relative."""
+    """``x`` is set for ``OPTIMAL`` and ``TIME_LIMIT_WITH_SOLUTION``; ``mip_gap`` is relative.
+    ``row_dual``: for a model without integer columns solved to optimality through the private
+    wrapper, the rows' dual values (HiGHS' signs: >= 0 on an active lower bound of a
+    minimisation); else ``None``."""
 
     outcome: Outcome
     x: FloatArray | None
     objective: float
     mip_gap: float
+    row_dual: FloatArray | None = None
 
 
 # HighsModelStatus values (HiGHS' public enum, stable across releases).
@@ -154,7 +158,14 @@ def _solve_private(
     status = int(res.get("status", -1))
     x = res.get("x")
     if status == _K_OPTIMAL and x is not None:
-        return MilpResult(Outcome.OPTIMAL, np.asarray(x, dtype=np.float64), float(res["fun"]), 0.0)
+        dual = res.get("lambda")
+        return MilpResult(
+            Outcome.OPTIMAL,
+            np.asarray(x, dtype=np.float64),
+            float(res["fun"]),
+            0.0,
+            np.asarray(dual, dtype=np.float64) if dual is not None else None,
+        )
     if status in (_K_INFEASIBLE, _K_UNBOUNDED_OR_INFEASIBLE):
         return MilpResult(Outcome.INFEASIBLE, None, float("inf"), 0.0)
     if status in (_K_TIME_LIMIT, _K_ITERATION_LIMIT, _K_SOLUTION_LIMIT):

@@ -9,8 +9,9 @@ proportional to their replicas per unit (``cap[:, g] = r[g] * kappa_t``, the sam
 ``R[t]``, the replicas of each type (:mod:`formulation` notation; counts of units are ``x``):
 
 * ``F_t(R)``: the cheapest units of type ``t``'s options hosting at least ``R`` replicas,
-  lexicographically (cost units, then cards): a covering knapsack, solved by dynamic
-  programming over ``R = 0..R_max`` (ties: the option whose key sorts first);
+  lexicographically (cost units, then cards), every option used holding at least its line
+  minimum ``n[g]`` units (C7): a covering knapsack, solved by dynamic programming over the
+  options and ``R = 0..R_max`` (ties: the option whose key sorts first);
 * one type: ``R = max(ceil(L), m)`` with ``L = sum_s D[s] / kappa[s]`` replicas of load and
   ``m`` the replicas C4 asks for;
 * two types ``a`` and ``b``: for each ``R[a]`` in ``0..R_max[a]`` the fewest ``b`` replicas
@@ -22,10 +23,12 @@ proportional to their replicas per unit (``cap[:, g] = r[g] * kappa_t``, the sam
 This is the MILP's optimum: any feasible fleet has replicas ``R`` that carry the load, and
 costs at least ``F_a(R[a]) + F_b(R[b])`` in (cost, cards), ``F_b`` never falls as ``R``
 grows; the fleet found is feasible and within the MILP's bounds (a cheapest covering never
-holds more than ``ceil(R / r[g])`` units of ``g``). The load of each type is split between
-its options in proportion to their replicas. Scopes with caps (``max_units`` or a card cap),
-more than two replica types, more than :data:`MAX_REPLICAS` replicas of a type, spread over
-providers or regions, shared routing or a line minimum above one replica are left to the MILP.
+holds more than ``max(n[g], ceil(R / r[g]))`` units of ``g``). A line minimum is a property
+of each option, so it stays inside ``F_t`` and the split between types is unchanged. The
+load of each type is split between its options in proportion to their replicas. Scopes with
+caps (``max_units`` or a card cap), more than two replica types, more than
+:data:`MAX_REPLICAS` replicas of a type, spread over providers or regions or shared routing
+are left to the MILP.
 """
 
 from __future__ import annotations
@@ -34,10 +37,14 @@ import math
 
 import numpy as np
 
+from service.domain.solver.many_types import many_type_replicas, split_between_types
 from service.domain.solver.prune import Canon, Fleet, IntArray, Selection, ceil_load
 
 # Replicas of one type up to which the covering knapsack is tabulated (else the MILP).
 MAX_REPLICAS = 2_000
+# Replica types of one GPU solved without HiGHS' branch and bound (three or more:
+# :mod:`many_types`).
+MAX_TYPES = 4
 # Relative tolerance for "the same replica": capacities per replica equal to rounding.
 _SAME_REPLICA_RTOL = 1e-12
 
@@ -48,14 +55,14 @@ def replica_type_fleet(canon: Canon, sel: Selection) -> tuple[bool, Fleet | None
     cols = sel.cols
     if cols.size == 0 or np.unique(canon.gpu_of[cols]).size != 1 or sel.type_rows:
         return False, None
-    if canon.spread or canon.shared or canon.line_min_replicas > 1:
-        return False, None  # spread, shared routing and line minimums: the MILP
+    if canon.spread or canon.shared:
+        return False, None  # spread and shared routing: the MILP
     if np.isfinite(canon.max_units[cols]).any() or math.isfinite(
         float(canon.card_cap[int(canon.gpu_of[cols[0]])])
     ):
         return False, None
     groups = _groups(canon, cols)
-    if groups is None or len(groups) > 2:
+    if groups is None or len(groups) > MAX_TYPES:
         return False, None
     demanded = canon.demanded
     kappa = [canon.cap[demanded][:, cols[g[0]]] / float(canon.rpu[cols[g[0]]]) for g in groups]
@@ -65,19 +72,30 @@ def replica_type_fleet(canon: Canon, sel: Selection) -> tuple[bool, Fleet | None
     if max(reach) > MAX_REPLICAS:
         return False, None
     tables = [_cover(canon, cols[g], int(r)) for g, r in zip(groups, reach, strict=True)]
+    by_type: np.ndarray | None = None
     if len(groups) == 1:
         if bool(np.any(kappa[0] <= 0.0)):
             return True, None
         replicas = [int(reach[0])]
-    else:
+    elif len(groups) == 2:
         found = _two_types(kappa, demand, m, tables)
         if found is None:
             return True, None
         replicas = found
+    else:
+        handled, many = many_type_replicas(kappa, demand, m, tables)
+        if not handled or many is None:
+            return handled, None
+        replicas = many
+        by_type = split_between_types(kappa, demand, replicas)
+        if by_type is None:
+            return False, None  # on the boundary within rounding: the MILP decides
     x = np.zeros(len(canon.keys), dtype=np.int64)
     for g, table, r in zip(groups, tables, replicas, strict=True):
         x[cols[g]] = table.counts(r)
-    return True, Fleet(x, _served(canon, cols, groups, kappa, demand, replicas, x))
+    if by_type is None:
+        by_type = _two_type_split(kappa, demand, replicas)
+    return True, Fleet(x, _served(canon, cols, groups, by_type, x))
 
 
 def _groups(canon: Canon, cols: IntArray) -> list[IntArray] | None:
@@ -106,43 +124,74 @@ def _replicas_alone(demand: np.ndarray, kappa: np.ndarray, m: float) -> float:
 
 class _Cover:
     """``F_t``: per replica count ``R``, the cheapest (cost units, cards) units of one type's
-    options hosting at least ``R`` replicas, and the option added last."""
+    options hosting at least ``R`` replicas, each used option holding at least its line
+    minimum; :meth:`counts` walks the choices back."""
 
-    def __init__(self, cost: list[float], cards: list[float], last: list[int], sizes: list[int]):
+    def __init__(
+        self,
+        cost: list[float],
+        cards: list[float],
+        choices: list[tuple[list[bool], list[bool]]],
+        sizes: list[int],
+        minimum: list[int],
+    ):
         self.cost = np.array(cost)
         self.cards = np.array(cards)
-        self._last = last
+        self._choices = choices
         self._sizes = sizes
+        self._minimum = minimum
 
     def counts(self, replicas: int) -> IntArray:
         out = np.zeros(len(self._sizes), dtype=np.int64)
-        r = replicas
+        r, j, used = replicas, len(self._sizes) - 1, False
         while r > 0:
-            j = self._last[r]
-            out[j] += 1
-            r = max(0, r - self._sizes[j])
+            skip, first = self._choices[j]
+            if not used and skip[r]:
+                j -= 1
+            elif first[r]:
+                out[j] += self._minimum[j]
+                r = max(0, r - self._minimum[j] * self._sizes[j])
+                j, used = j - 1, False
+            else:
+                out[j] += 1
+                r, used = max(0, r - self._sizes[j]), True
         return out
 
 
 def _cover(canon: Canon, cols: IntArray, r_max: int) -> _Cover:
     """The covering knapsack ``F_t`` for ``R = 0..r_max`` over the options ``cols`` (one
-    replica type): ``F(R) = min_g F(max(0, R - r[g])) + (cost[g], cards[g])``."""
-    costs = [float(c) for c in canon.cost[cols]]
-    cards = [float(c) for c in canon.tp[cols]]
+    replica type), each used option holding at least ``n[g]`` units (its line minimum, 1
+    without one), option by option in key order: with ``F_j`` over the first ``j`` options
+    and ``G_j`` the same with option ``j`` used,
+
+    ``G_j(R) = min(F_{j-1}(R - n[j] r[j]) + n[j] (cost, cards)[j], G_j(R - r[j]) + (cost,
+    cards)[j])`` and ``F_j(R) = min(F_{j-1}(R), G_j(R))`` (``R - ...`` floored at 0; ties keep
+    the earlier option, then its line minimum alone)."""
     sizes = [int(r) for r in canon.rpu[cols]]
-    best_cost = [0.0] * (r_max + 1)
-    best_cards = [0.0] * (r_max + 1)
-    last = [-1] * (r_max + 1)
-    for r in range(1, r_max + 1):
-        pick = -1
-        c_best = k_best = math.inf
-        for j, (c, k, n) in enumerate(zip(costs, cards, sizes, strict=True)):
-            prev = r - n if r > n else 0
-            c_new, k_new = best_cost[prev] + c, best_cards[prev] + k
-            if c_new < c_best or (c_new == c_best and k_new < k_best):
-                pick, c_best, k_best = j, c_new, k_new
-        best_cost[r], best_cards[r], last[r] = c_best, k_best, pick
-    return _Cover(best_cost, best_cards, last, sizes)
+    minimum = [max(1, int(n)) for n in canon.line_units[cols]]
+    f_cost = [0.0] + [math.inf] * r_max
+    f_cards = [0.0] + [math.inf] * r_max
+    choices: list[tuple[list[bool], list[bool]]] = []
+    for c, k, size, n in zip(
+        canon.cost[cols].tolist(), canon.tp[cols].tolist(), sizes, minimum, strict=True
+    ):
+        g_cost = [math.inf] * (r_max + 1)
+        g_cards = [math.inf] * (r_max + 1)
+        p_cost, p_cards = f_cost[:], f_cards[:]  # F_{j-1}
+        skip = [True] * (r_max + 1)
+        first = [True] * (r_max + 1)
+        for r in range(1, r_max + 1):
+            prev = max(0, r - n * size)
+            best_c, best_k = p_cost[prev] + n * c, p_cards[prev] + n * k
+            more = max(0, r - size)
+            more_c, more_k = g_cost[more] + c, g_cards[more] + k
+            if more_c < best_c or (more_c == best_c and more_k < best_k):
+                best_c, best_k, first[r] = more_c, more_k, False
+            g_cost[r], g_cards[r] = best_c, best_k
+            if best_c < f_cost[r] or (best_c == f_cost[r] and best_k < f_cards[r]):
+                f_cost[r], f_cards[r], skip[r] = best_c, best_k, False
+        choices.append((skip, first))
+    return _Cover(f_cost, f_cards, choices, sizes, minimum)
 
 
 def _two_types(
@@ -179,35 +228,33 @@ def _two_types(
     return [int(rows[best]), int(rb[best])]
 
 
+def _two_type_split(kappa: list[np.ndarray], demand: np.ndarray, replicas: list[int]) -> np.ndarray:
+    """Requests/s of each shape (rows) on each of one or two types (columns), as
+    :func:`_two_types` assigns them: ``a`` takes the shapes only it serves, then the others
+    in decreasing ``kappa_a / kappa_b`` while its replicas last."""
+    if len(kappa) == 1:
+        return demand[:, None].copy()
+    by_type = np.zeros((demand.size, 2))
+    k_a, k_b = kappa
+    only_a, only_b = k_b <= 0.0, k_a <= 0.0
+    by_type[only_a, 0] = demand[only_a]
+    by_type[only_b, 1] = demand[only_b]
+    flex = np.flatnonzero(~only_a & ~only_b)
+    spare = max(0.0, replicas[0] - float(np.sum(demand[only_a] / k_a[only_a])))
+    for pos in flex[np.lexsort((flex, -(k_a[flex] / k_b[flex])))]:
+        on_a = min(float(demand[pos]), spare * float(k_a[pos]))
+        spare = max(0.0, spare - on_a / float(k_a[pos]))
+        by_type[pos, 0] = on_a
+        by_type[pos, 1] = float(demand[pos]) - on_a
+    return by_type
+
+
 def _served(
-    canon: Canon,
-    cols: IntArray,
-    groups: list[IntArray],
-    kappa: list[np.ndarray],
-    demand: np.ndarray,
-    replicas: list[int],
-    x: IntArray,
+    canon: Canon, cols: IntArray, groups: list[IntArray], by_type: np.ndarray, x: IntArray
 ) -> np.ndarray:
-    """Requests/s of each shape on each option: between two types as :func:`_two_types`
-    assigns them (``a`` takes the shapes only it serves, then the others in decreasing
-    ``kappa_a / kappa_b`` while its replicas last), within a type in proportion to the
-    replicas of each option."""
+    """Requests/s of each shape on each option: ``by_type`` (shapes x types) split within a
+    type in proportion to the replicas of each option."""
     dem = np.flatnonzero(canon.demanded)
-    by_type = np.zeros((len(groups), dem.size))
-    if len(groups) == 1:
-        by_type[0] = demand
-    else:
-        k_a, k_b = kappa
-        only_a, only_b = k_b <= 0.0, k_a <= 0.0
-        by_type[0, only_a] = demand[only_a]
-        by_type[1, only_b] = demand[only_b]
-        flex = np.flatnonzero(~only_a & ~only_b)
-        spare = max(0.0, replicas[0] - float(np.sum(demand[only_a] / k_a[only_a])))
-        for pos in flex[np.lexsort((flex, -(k_a[flex] / k_b[flex])))]:
-            on_a = min(float(demand[pos]), spare * float(k_a[pos]))
-            spare = max(0.0, spare - on_a / float(k_a[pos]))
-            by_type[0, pos] = on_a
-            by_type[1, pos] = float(demand[pos]) - on_a
     served = np.zeros_like(canon.cap)
     for t, group in enumerate(groups):
         hosted = x[cols[group]] * canon.rpu[cols[group]]
@@ -215,5 +262,5 @@ def _served(
         if total <= 0.0:
             continue
         for j, n in zip(group, hosted, strict=True):
-            served[dem, cols[j]] = by_type[t] * (float(n) / total)
+            served[dem, cols[j]] = by_type[:, t] * (float(n) / total)
     return served
