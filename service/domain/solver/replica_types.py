@@ -33,6 +33,7 @@ are left to the MILP.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -42,6 +43,9 @@ from service.domain.solver.prune import Canon, Fleet, IntArray, Selection, ceil_
 
 # Replicas of one type up to which the covering knapsack is tabulated (else the MILP).
 MAX_REPLICAS = 2_000
+# Replicas a cover table is tabulated for at least; option sets whose tables are memoised.
+_MIN_TABULATED = 16
+_MEMO_SIZE = 256
 # Replica types of one GPU solved without HiGHS' branch and bound (three or more:
 # :mod:`many_types`).
 MAX_TYPES = 4
@@ -129,17 +133,29 @@ class _Cover:
 
     def __init__(
         self,
-        cost: list[float],
-        cards: list[float],
+        cost: list[float] | np.ndarray,
+        cards: list[float] | np.ndarray,
         choices: list[tuple[list[bool], list[bool]]],
         sizes: list[int],
         minimum: list[int],
     ):
         self.cost = np.array(cost)
         self.cards = np.array(cards)
+        self.cost.flags.writeable = False
+        self.cards.flags.writeable = False
         self._choices = choices
         self._sizes = sizes
         self._minimum = minimum
+
+    def cut(self, r_max: int) -> _Cover:
+        """The same table for ``R = 0..r_max`` only (``r_max`` within this one's)."""
+        return _Cover(
+            self.cost[: r_max + 1],
+            self.cards[: r_max + 1],
+            self._choices,
+            self._sizes,
+            self._minimum,
+        )
 
     def counts(self, replicas: int) -> IntArray:
         out = np.zeros(len(self._sizes), dtype=np.int64)
@@ -166,15 +182,35 @@ def _cover(canon: Canon, cols: IntArray, r_max: int) -> _Cover:
 
     ``G_j(R) = min(F_{j-1}(R - n[j] r[j]) + n[j] (cost, cards)[j], G_j(R - r[j]) + (cost,
     cards)[j])`` and ``F_j(R) = min(F_{j-1}(R), G_j(R))`` (``R - ...`` floored at 0; ties keep
-    the earlier option, then its line minimum alone)."""
-    sizes = [int(r) for r in canon.rpu[cols]]
-    minimum = [max(1, int(n)) for n in canon.line_units[cols]]
+    the earlier option, then its line minimum alone).
+
+    ``F`` up to ``R`` does not depend on how far it is tabulated, so tables are memoised per
+    option set, tabulated to the next power of two (a plan's what-ifs and a curve's load
+    points ask for the same GPU again and again), and cut to ``r_max``."""
+    whole = _cover_table(
+        tuple(canon.cost[cols].tolist()),
+        tuple(canon.tp[cols].tolist()),
+        tuple(int(r) for r in canon.rpu[cols]),
+        tuple(max(1, int(n)) for n in canon.line_units[cols]),
+        max(_MIN_TABULATED, 1 << max(0, r_max - 1).bit_length()),
+    )
+    return whole.cut(r_max)
+
+
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _cover_table(
+    costs: tuple[float, ...],
+    cards: tuple[float, ...],
+    sizes: tuple[int, ...],
+    minimum: tuple[int, ...],
+    r_max: int,
+) -> _Cover:
+    """:func:`_cover` for one option set (cost units, cards, replicas and line minimum in
+    units per option, in key order), tabulated for ``R = 0..r_max``."""
     f_cost = [0.0] + [math.inf] * r_max
     f_cards = [0.0] + [math.inf] * r_max
     choices: list[tuple[list[bool], list[bool]]] = []
-    for c, k, size, n in zip(
-        canon.cost[cols].tolist(), canon.tp[cols].tolist(), sizes, minimum, strict=True
-    ):
+    for c, k, size, n in zip(costs, cards, sizes, minimum, strict=True):
         g_cost = [math.inf] * (r_max + 1)
         g_cards = [math.inf] * (r_max + 1)
         p_cost, p_cards = f_cost[:], f_cards[:]  # F_{j-1}
@@ -191,7 +227,7 @@ def _cover(canon: Canon, cols: IntArray, r_max: int) -> _Cover:
             if best_c < f_cost[r] or (best_c == f_cost[r] and best_k < f_cards[r]):
                 f_cost[r], f_cards[r], skip[r] = best_c, best_k, False
         choices.append((skip, first))
-    return _Cover(f_cost, f_cards, choices, sizes, minimum)
+    return _Cover(f_cost, f_cards, choices, list(sizes), list(minimum))
 
 
 def _two_types(
