@@ -22,8 +22,10 @@ Modules, in the order a solve uses them:
 * :mod:`.formulation`: the MILP (notation, units, objective, constraints C1-C6, tie-break)
   and the models built from it.
 * :mod:`.exact`: closed-form fleets for scopes of one or two options (no HiGHS call).
-* :mod:`.replica_types`: exact one-GPU fleets of one or two replica types sold in several
-  instance sizes (no HiGHS call).
+* :mod:`.replica_types`: exact one-GPU fleets of up to four replica types sold in several
+  instance sizes, line minimums included (no branch and bound).
+* :mod:`.many_types`: three or four replica types: the load's carrying inequalities and the
+  bounded enumeration of replica counts.
 * :mod:`.highs`: the one place that calls HiGHS.
 * :mod:`.decode`: HiGHS' values back into fleets and ``FleetSolution``.
 * :mod:`.min_cost`: ``solve_fleet``, the cheapest fleet, its tie-break and infeasibility

@@ -98,7 +98,8 @@ deterministic, so the same problem, in any input order, yields the same bytes.
 
 Before building, dominated options are removed (:func:`prune.dominated`: dropping them
 never changes the optimal cost or card count), and a scope left with one or two options (per GPU
-when one type is required) is solved exactly without HiGHS (:mod:`exact`).
+when one type is required) is solved exactly without HiGHS (:mod:`exact`), as is one GPU's
+scope of up to four replica types (:mod:`replica_types`).
 
 Load-scaling solve (``max_qps_within_budget``): maximise ``lam >= 0`` subject to C1 with
 ``D[s] * lam`` on the right, C2-C5 and C6. The reported figure is ``lam * sum_s d[s]``: total

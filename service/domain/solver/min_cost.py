@@ -4,8 +4,8 @@ none when the caps admit no fleet.
 The model, its notation (``x[g]`` units of option ``g``, costs in cost units) and the proof that
 the one-stage objective ``W * cost + cards`` never trades cost for cards are in
 :mod:`formulation`; pruning and bounds in :mod:`prune`; scopes of one or two options are solved
-in closed form by :mod:`exact`, one-GPU scopes of one or two replica types by
-:mod:`replica_types`. Every HiGHS call is limited to ``time_limit_s`` seconds and starts from
+in closed form by :mod:`exact`, one-GPU scopes of up to four replica types by
+:mod:`replica_types` (with :mod:`many_types`). Every HiGHS call is limited to ``time_limit_s`` seconds and starts from
 the value of a known feasible fleet (``known_value``).
 """
 
