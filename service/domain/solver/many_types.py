@@ -44,7 +44,7 @@ from service.domain.solver.highs import MilpModel, Outcome, solve_milp
 from service.domain.solver.prune import LOAD_RTOL, FloatArray, IntArray, ceil_load
 
 # Combinations of the other types' replica counts enumerated at most (else the MILP).
-MAX_COMBINATIONS = 400_000
+MAX_COMBINATIONS = 100_000
 # Linear systems solved at most to find the cells' vertices (else the MILP).
 MAX_SYSTEMS = 60_000
 # A candidate vertex whose coordinates fall below -this is outside the simplex.
