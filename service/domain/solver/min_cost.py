@@ -5,8 +5,9 @@ The model, its notation (``x[g]`` units of option ``g``, costs in cost units) an
 the one-stage objective ``W * cost + cards`` never trades cost for cards are in
 :mod:`formulation`; pruning and bounds in :mod:`prune`; scopes of one or two options are solved
 in closed form by :mod:`exact`, one-GPU scopes of up to four replica types by
-:mod:`replica_types` (with :mod:`many_types`). Every HiGHS call is limited to ``time_limit_s`` seconds and starts from
-the value of a known feasible fleet (``known_value``).
+:mod:`replica_types` (with :mod:`many_types`). Every HiGHS call is limited to
+``time_limit_s`` seconds and starts from the value of a known feasible fleet
+(``known_value``).
 """
 
 from __future__ import annotations
