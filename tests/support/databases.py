@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import shutil
 from pathlib import Path
@@ -12,6 +13,9 @@ from sqlalchemy.engine.url import make_url
 from service.store.database import create_engine
 from service.store.migrate import upgrade
 from tests.support.services import RUN_ID
+
+DROP_CONNECTIONS = 8
+"""Connections that drop a run's databases at once (see :meth:`PostgresDatabases.drop_all`)."""
 
 
 def _asyncpg_dsn(url: str, database: str | None = None) -> str:
@@ -74,12 +78,20 @@ class PostgresDatabases:
         return self.url(name)
 
     async def drop_all(self) -> None:
-        conn = await self._admin()
-        try:
-            for name in reversed(self._made):
-                await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await conn.close()
+        """Drop every database this run made, over :data:`DROP_CONNECTIONS` connections at
+        once: each ``DROP DATABASE`` waits for a checkpoint, and concurrent drops share one,
+        so a run's few hundred databases go in a fraction of the time one by one takes."""
+        names = list(reversed(self._made))
+
+        async def drop(share: list[str]) -> None:
+            conn = await self._admin()
+            try:
+                for name in share:
+                    await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            finally:
+                await conn.close()
+
+        await asyncio.gather(*(drop(names[i::DROP_CONNECTIONS]) for i in range(DROP_CONNECTIONS)))
 
 
 class SqliteDatabases:
