@@ -305,11 +305,18 @@ def test_adding_a_gpu_to_the_allowed_set_is_never_dearer(subset: set[str], extra
 
 
 def test_concurrent_solves_give_the_same_plan() -> None:
+    """With a helper pool (the single types solved on it, the constraints priced meanwhile)
+    the plan is the same, explanation included; also when min_replicas costs something."""
     from concurrent.futures import ThreadPoolExecutor
 
-    req = request(qps=25, budget=5.0)
+    priced = request(qps=0.2, min_replicas=3)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        assert plan(req, snapshot(), executor=pool) == plan(req, snapshot())
+        for req in (request(qps=25, budget=5.0), priced):
+            assert plan(req, snapshot(), executor=pool) == plan(req, snapshot())
+        assert any(
+            s.startswith("min_replicas=3 (on every line) adds $")
+            for s in plan(priced, snapshot(), executor=pool).explanation
+        )
 
 
 def test_explanations_price_the_redundancy_floor_only_when_it_costs() -> None:
