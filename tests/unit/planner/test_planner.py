@@ -305,8 +305,8 @@ def test_adding_a_gpu_to_the_allowed_set_is_never_dearer(subset: set[str], extra
 
 
 def test_concurrent_solves_give_the_same_plan() -> None:
-    """With a helper pool (the single types solved on it, the constraints priced meanwhile)
-    the plan is the same, explanation included; also when min_replicas costs something."""
+    """With a helper pool (the single types solved on it) the plan is the same, explanation
+    included; also when min_replicas costs something and the explanation prices it."""
     from concurrent.futures import ThreadPoolExecutor
 
     priced = request(qps=0.2, min_replicas=3)
