@@ -46,7 +46,9 @@ fuzz: $(STAMP)
 openapi: $(STAMP)
 	$(BIN)/python -m service.openapi_export
 
-# README example outputs, from the running service (a test fails when they drift).
+# README example outputs, from the running service, and its tables, from committed data (the
+# calibration report, the seed prices, the benchmark figures of bench/RESULTS.md); tests fail
+# when they drift.
 readme: $(STAMP)
 	$(BIN)/python -m service.readme_examples
 	$(BIN)/python -m service.readme_figures
@@ -56,6 +58,7 @@ readme: $(STAMP)
 screenshot: $(STAMP)
 	GPUPLAN_TEST_ARTIFACTS=docs/images $(BIN)/pytest -p no:cacheprovider -q -s tests/integration/test_planning_page.py
 
+# Rewrites bench/RESULTS.md; then `make readme` copies its figures into the README.
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
 

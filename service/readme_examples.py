@@ -24,7 +24,8 @@ jq prints. A request answered with a 4xx or 5xx stops the run. Plan answers are 
 for an identical request at the same catalog revision, so the output is deterministic.
 
 Tables between ``<!-- table:NAME -->`` and ``<!-- /table -->`` are rendered from committed data
-by ``service.readme_tables`` (the performance model's held-out accuracy).
+by ``service.readme_tables`` (the performance model's held-out accuracy, the seed prices, and
+the benchmark figures of ``bench/RESULTS.md``).
 
 ``startup`` shows what ``make run`` prints first: the CLI's banner for the default data directory
 of a user ``you`` and the app's ``startup`` log line, whose ``ts`` is shown as ``"..."``.
@@ -51,7 +52,7 @@ from pathlib import Path
 from unittest import mock
 from urllib.parse import urlsplit
 
-from service import readme_jq, readme_tables
+from service import readme_bench, readme_jq, readme_tables
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 ADMIN_KEY = "readme-example-admin-key-0123456789"
@@ -344,7 +345,7 @@ def main(argv: list[str] | None = None, *, out: Callable[[str], object] = print)
     current = args.readme.read_text()
     try:
         generated = generate(current)
-    except (ExampleError, readme_jq.JqError) as exc:
+    except (ExampleError, readme_jq.JqError, readme_bench.BenchResultsError) as exc:
         print(f"readme examples: {exc}", file=sys.stderr)
         return 2
     if args.check:

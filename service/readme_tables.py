@@ -1,6 +1,7 @@
 """README tables generated from committed data: the performance model's leave-one-source-out
-accuracy, as ``bench/calibrate.py`` last measured it (``constants.FIT_REPORT``), and the
-purchase and reserved prices per GPU of the seed catalog (``service.readme_price_coverage``).
+accuracy, as ``bench/calibrate.py`` last measured it (``constants.FIT_REPORT``), the
+purchase and reserved prices per GPU of the seed catalog (``service.readme_price_coverage``),
+and the benchmark figures of ``bench/RESULTS.md`` (``service.readme_bench``).
 
 A generated table sits between two HTML comments::
 
@@ -19,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from service.domain.perfmodel.constants import FIT_REPORT
+from service.readme_bench import bench_estimates, bench_plan_latency, bench_summary
 from service.readme_price_coverage import bundled_price_coverage
 
 ENGINE_LABELS = {
@@ -128,6 +130,9 @@ TABLES: dict[str, Callable[[], str]] = {
     "throughput-by-gpu": throughput_by_gpu,
     "accuracy-notes": accuracy_notes,
     "price-coverage": bundled_price_coverage,
+    "bench-summary": bench_summary,
+    "bench-plan-latency": bench_plan_latency,
+    "bench-estimates": bench_estimates,
 }
 
 
