@@ -12,6 +12,13 @@ everything else, after every migration (so tables added later are covered):
 - ``price_gaps``: SELECT (the documented reasons for missing prices are written by
   migrations only);
 - ``catalog_state``: SELECT, UPDATE (the revision row, locked with ``SELECT ... FOR UPDATE``);
+- ``benchmark_imports``, ``benchmark_measurements``: SELECT, INSERT, and USAGE on their id
+  sequences (``POST /v1/benchmarks`` stores a file with its measurements, calibration fits
+  read them). Append-only: no UPDATE or DELETE, on top of the triggers, and no TRUNCATE,
+  which fires no row trigger;
+- ``calibration_profiles``: SELECT, INSERT, and USAGE on its id sequence (``POST
+  /v1/calibrations`` stores each fit as the next version; estimates and plans read them).
+  Append-only like the benchmark tables;
 - ``alembic_version``: SELECT (the startup check that the schema is at head).
 
 A role that owns nothing cannot ``ALTER TABLE ... DISABLE TRIGGER`` or drop the triggers, so
@@ -31,10 +38,19 @@ TABLE_PRIVILEGES = {
     "price_imports": "SELECT, INSERT",
     "price_gaps": "SELECT",
     "catalog_state": "SELECT, UPDATE",
+    "benchmark_imports": "SELECT, INSERT",
+    "benchmark_measurements": "SELECT, INSERT",
+    "calibration_profiles": "SELECT, INSERT",
 }
 
 
-SEQUENCE_TABLES = ("price_points", "price_imports")
+SEQUENCE_TABLES = (
+    "price_points",
+    "price_imports",
+    "benchmark_imports",
+    "benchmark_measurements",
+    "calibration_profiles",
+)
 """Tables whose id sequence the role may advance (the tables it inserts into)."""
 
 

@@ -1,25 +1,34 @@
 """The API's database role (``GPUPLAN_SERVICE_ROLE``) can read and ingest, and nothing more:
-no UPDATE, DELETE or TRUNCATE of price history, no disabling its triggers (Postgres only)."""
+no UPDATE, DELETE or TRUNCATE of price, benchmark or calibration history, no disabling their
+triggers (Postgres only)."""
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import asyncpg
 import pytest
 import pytest_asyncio
+from litestar.testing import AsyncTestClient
 from sqlalchemy.engine.url import make_url
 
+from service.app import create_app
 from service.domain.catalog import PricePoint
 from service.store.database import create_engine
 from service.store.grants import grant_service_role
 from service.store.repositories import CatalogRepository
+from tests.conftest import admin, base_settings
 from tests.support.databases import PostgresDatabases
 from tests.support.services import Endpoints, unavailable
 
 pytestmark = pytest.mark.integration
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "benchmarks"
+A100 = {"gpu": "a100-sxm-80gb", "tensor_parallel": "1", "engine_version": "0.11.0",
+        "precision": "bf16", "labels": "team:search"}  # fmt: skip
 
 
 def _dsn(url: str) -> str:
@@ -79,6 +88,17 @@ async def owner_and_service_urls(
         "UPDATE price_gaps SET reason = 'x'",
         "DELETE FROM catalog_state",
         "UPDATE alembic_version SET version_num = '0001'",
+        *(
+            statement.format(table=table)
+            for table in ("benchmark_imports", "benchmark_measurements", "calibration_profiles")
+            for statement in (
+                "UPDATE {table} SET id = id",
+                "DELETE FROM {table}",
+                "TRUNCATE {table}",
+                "ALTER TABLE {table} DISABLE TRIGGER {table}_no_update",
+                "DROP TRIGGER {table}_no_update ON {table}",
+            )
+        ),
     ],
 )
 async def test_the_service_role_cannot_rewrite_history(
@@ -121,3 +141,55 @@ async def test_the_service_role_reads_ingests_and_replaces_specs(
         assert not put.created and put.revision == result.revision + 1
     finally:
         await engine.dispose()
+
+
+async def test_the_service_role_imports_benchmarks_and_fits_calibrations(
+    owner_and_service_urls: tuple[str, str], endpoints: Endpoints, redis_prefix: str, tmp_path: Path
+) -> None:
+    """Every endpoint that reads or writes the benchmark and calibration tables, served by an
+    app that connects as the service role."""
+    _, service_url = owner_and_service_urls
+    settings = base_settings(service_url, tmp_path, redis_url=endpoints.redis_url)
+    files = sorted(FIXTURES.glob("vllm-a100-*.json"))
+    async with AsyncTestClient(create_app(settings, cache_prefix=redis_prefix)) as client:
+        for path in files:
+            response = await client.post(
+                "/v1/benchmarks",
+                params=A100,
+                content=path.read_bytes(),
+                headers={**admin(), "Content-Type": "application/json"},
+            )
+            assert response.status_code == 201, response.text
+        again = await client.post(
+            "/v1/benchmarks",
+            params=A100,
+            content=files[0].read_bytes(),
+            headers={**admin(), "Content-Type": "application/json"},
+        )
+        assert again.status_code == 200 and again.json()["already_imported"], again.text
+        listed = await client.get("/v1/benchmarks")
+        assert listed.status_code == 200 and listed.json()["count"] == len(files), listed.text
+        body = {"name": "team-search", "engine": "vllm", "selection": {"labels": ["team:search"]}}
+        for version in (1, 2):
+            fitted = await client.post("/v1/calibrations", json=body, headers=admin())
+            assert fitted.status_code == 201, fitted.text
+            assert fitted.json()["version"] == version and fitted.json()["files"] == len(files)
+        profiles = await client.get("/v1/calibrations")
+        assert profiles.status_code == 200 and profiles.json()["count"] == 1, profiles.text
+        first = await client.get("/v1/calibrations/team-search", params={"version": "1"})
+        assert first.status_code == 200 and first.json()["version"] == 1, first.text
+        report = await client.get("/v1/calibrations/team-search/report")
+        assert report.status_code == 200 and report.json()["cells"], report.text
+        estimate = {
+            "model": "qwen3-14b", "gpu": "a100-sxm-80gb", "tensor_parallel": 1,
+            "precision": "bf16", "engine": "vllm", "engine_version": "0.11",
+            "prompt_tokens": 2000, "output_tokens": 100, "concurrency": 8,
+        }  # fmt: skip
+        calibrated = await client.post(
+            "/v1/estimate", json={**estimate, "calibration": "team-search@v1"}
+        )
+        assert calibrated.status_code == 200, calibrated.text
+        assert any(a.startswith("Calibration profile team-search v1")
+                   for a in calibrated.json()["assumptions"])  # fmt: skip
+        unknown = await client.post("/v1/estimate", json={**estimate, "calibration": "nobody"})
+        assert unknown.status_code == 404 and unknown.json()["field"] == "calibration"
