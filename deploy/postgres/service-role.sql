@@ -1,7 +1,9 @@
 -- The login role the gpuplan API runs as: it owns nothing, so it cannot disable the
 -- append-only triggers, and `gpuplan migrate` (run as the owner of the tables, with
 -- GPUPLAN_SERVICE_ROLE=gpuplan_app) grants it only what the service needs: SELECT on every
--- table, INSERT on gpus and price_points, UPDATE on gpus and catalog_state (service/store/grants.py).
+-- table; INSERT on gpus, price_points, price_imports, benchmark_imports, benchmark_measurements
+-- and calibration_profiles (and USAGE on their id sequences); UPDATE on gpus and catalog_state;
+-- no DELETE or TRUNCATE anywhere (service/store/grants.py).
 --
 -- docker-compose.yml mounts this file into /docker-entrypoint-initdb.d, so Postgres runs it
 -- once, when it initialises an empty data volume. The password is for local use only: in
