@@ -6,7 +6,8 @@ Three files, all in the repository (nothing is read from outside it):
   (``trtllm-bench``, ``gptManagerBenchmark`` for v0.10/v0.11; v0.10 to v0.21 and v1.0), NVIDIA
   NIM 1.8 closed-loop latency, LMDeploy 0.1 static batches;
 * ``service/data/serving_measurements.csv``: vLLM, SGLang and TGI serving benchmarks (GPUStack
-  performance lab, vLLM/SGLang/LMSYS/TGI/AMD/Vultr pages and CI reports);
+  performance lab, vLLM/SGLang/LMSYS/TGI/AMD/Vultr pages and CI reports), and dstack's
+  DeepSeek-R1 comparison (vLLM, SGLang and trtllm-serve closed loops on 8x H200 / 8x MI300X);
 * ``bench/validation_points.csv``: TensorRT-LLM (Triton) online-serving points under a request
   rate, read from the same v0.14 document as the v0.14 peak rows.
 
@@ -43,7 +44,8 @@ Every row is mapped, or skipped with a counted reason (:class:`LoadReport`). Dec
   deployments, benchmark durations and throughputs whose definition the source leaves open
   are skipped.
 * **Serving configuration**: flags in the serving command (``--max-num-seqs``,
-  ``--max-num-batched-tokens``, ``--gpu-memory-utilization``, ``--enable-dp-attention``,
+  ``--max-num-batched-tokens``, trtllm-serve's ``--max_batch_size`` / ``--max_num_tokens``,
+  ``--gpu-memory-utilization``, ``--enable-dp-attention``,
   ``--kv-cache-dtype fp8``, chunked prefill off) become :class:`ServeFlags`; speculative
   decoding and pipeline parallelism are skipped (not modelled); expert parallelism and
   SGLang's data-parallel attention are modelled as tensor parallelism (flags ``ep``,
@@ -346,10 +348,14 @@ class ServeFlags:
     chunked_prefill: bool | None = None
 
 
+# vLLM / SGLang spellings, then trtllm-serve's (``--max_batch_size``, ``--max_num_tokens``)
 _FLAG_INT = {
-    "max_batch": re.compile(r"--max-num-seqs[ =](\d+)|--max-running-requests[ =](\d+)"),
+    "max_batch": re.compile(
+        r"--max-num-seqs[ =](\d+)|--max-running-requests[ =](\d+)|--max_batch_size[ =](\d+)"
+    ),
     "max_num_tokens": re.compile(
         r"--max-num-batched-tokens[ =](\d+)|--chunked-prefill-size[ =](\d+)"
+        r"|--max_num_tokens[ =](\d+)"
     ),
 }
 _FLAG_FRAC = re.compile(r"--gpu-memory-utilization[ =]([\d.]+)|--mem-fraction-static[ =]([\d.]+)")
@@ -377,7 +383,7 @@ def parse_serve_flags(note: str) -> tuple[ServeFlags, tuple[str, ...]] | str:
     flags: list[str] = []
     if "--enable-dp-attention" in low:
         flags.append("dp-attention")
-    if "--enable-expert-parallel" in low or "--ep-size" in low:
+    if "--enable-expert-parallel" in low or "--ep-size" in low or "--ep_size" in low:
         flags.append("ep")
     if "--async-scheduling" in low:
         flags.append("async-scheduling")

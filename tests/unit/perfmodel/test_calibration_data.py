@@ -121,7 +121,7 @@ def test_every_row_is_used_or_counted(loaded: tuple[list[Row], LoadReport]) -> N
     rows, report = loaded
     read = sum(report.read.values())
     skipped = sum(report.skipped.values())
-    assert report.read == {"calibration": 3378, "serving": 2722, "validation": 180}
+    assert report.read == {"calibration": 3378, "serving": 3099, "validation": 180}
     assert len(rows) + skipped == read
     assert [r.index for r in rows] == list(range(len(rows)))
     reasons = set(report.skipped)
@@ -182,9 +182,46 @@ def test_loso_never_puts_a_source_on_both_sides(loaded: tuple[list[Row], LoadRep
     assert sorted(seen) == [r.index for r in rows]  # every row scored exactly once
 
 
-def test_serving_copy_is_the_reference_file() -> None:
+DSTACK_DEEPSEEK = (
+    "dstackai/benchmarks@7f37e6697725e58dd09b9ef190b62ce19f01d45e:"
+    "Deepseek-R1/raw_data/online_results.csv"
+)
+
+
+DSTACK_405B = (
+    "dstackai/benchmarks@06c957ab51572ca18db9c1f4bb254a9eb86df4d7:"
+    "comparison/h100sxm5_vs_mi300x/raw_data/8xH100SXM5-throughput/"
+)
+
+
+def test_serving_file_is_the_reference_set_then_added_sources() -> None:
+    """The reference serving set (2,722 rows), then dstack's DeepSeek-R1 closed loops (45 runs,
+    five engine x GPU pairs, eight numbers each) and its 8x H100 Llama-3.1-405B offline runs
+    (17 batches, one number each)."""
     with SERVING_CSV.open(encoding="utf-8") as fh:
-        assert sum(1 for _ in csv.DictReader(fh)) == 2722
+        raw = list(csv.DictReader(fh))
+    assert len(raw) == 2722 + 360 + 17
+    added = raw[2722:]
+    assert not {r["source"] for r in raw[:2722]} & {DSTACK_DEEPSEEK, DSTACK_405B}
+    deepseek = [r for r in added if r["source"] == DSTACK_DEEPSEEK]
+    assert len(deepseek) == 360
+    runs = {(r["engine"], r["gpu"], r["output_len"], r["concurrency"]) for r in deepseek}
+    assert len(runs) == 45
+    assert len({r["engine"] for r in deepseek}) == 5
+    llama = [r for r in added if r["source"] == DSTACK_405B]
+    assert len(llama) == 17
+    assert {r["metric"] for r in llama} == {"requests_per_s"}
+
+
+def test_trtllm_serve_flags_are_read() -> None:
+    flags = parse_serve_flags(
+        "serving: trtllm-serve --backend pytorch --max_batch_size 512 --max_num_tokens 16384 "
+        "--tp_size 8 --ep_size 4; client: x"
+    )
+    assert not isinstance(flags, str)
+    serve, tags = flags
+    assert (serve.max_batch, serve.max_num_tokens) == (512, 16384)
+    assert tags == ("ep",)
 
 
 def _run_numbers(rows: list[Row]) -> dict[tuple[object, ...], dict[str, tuple[str, ...]]]:
@@ -229,3 +266,28 @@ def test_copied_block_detection_without_the_rule() -> None:
         if len(per) > 1 and len({frozenset(v) for v in per.values()}) < len(per)
     ]
     assert dupes and all(key[1] == "zai-org/GLM-4.5-Air" for key in dupes)
+
+
+def test_trtllm_serve_runs_are_online_trtllm_rows(loaded: tuple[list[Row], LoadReport]) -> None:
+    """dstack's trtllm-serve runs load as TensorRT-LLM closed loops with the server's batch and
+    token limits and the checkpoint's default (BF16) KV cache; p99 numbers are counted, not
+    scored."""
+    rows, _ = loaded
+    trt = [r for r in rows if r.source == DSTACK_DEEPSEEK and r.engine == "trtllm"]
+    assert len(trt) == 9 * 6
+    assert {r.build for r in trt} == {"trtllm-0.17"}
+    assert {r.load for r in trt} == {"concurrency"}
+    assert {(r.serve.max_batch, r.serve.max_num_tokens) for r in trt} == {(512, 16384)}
+    assert {(r.precision, r.kv_precision) for r in trt} == {("fp8", "bf16")}
+    assert {r.metric for r in trt} == {"throughput", "ttft", "tpot", "itl"}
+
+
+def test_offline_vllm_batches_load_as_bursts(loaded: tuple[list[Row], LoadReport]) -> None:
+    """The 405B benchmark_throughput runs are bursts of N prompts scored in requests/s."""
+    rows, _ = loaded
+    llama = [r for r in rows if r.source == DSTACK_405B]
+    assert len(llama) == 17
+    assert {(r.build, r.gpu_id, r.model.id, r.load, r.metric) for r in llama} == {
+        ("vllm-0.6", "h100-sxm", "llama-3.1-405b", "burst", "requests")
+    }
+    assert {r.load_n for r in llama} == {4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0}
