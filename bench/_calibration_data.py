@@ -52,6 +52,8 @@ Every row is mapped, or skipped with a counted reason (:class:`LoadReport`). Dec
   ``dp-attention``), which is what gpuplan's ``sglang``/``vllm`` profiles describe: the
   physics' attention-DP mode is TensorRT-LLM's (every non-expert weight replicated, token
   budget per rank), not SGLang's (attention weights replicated, MLP sharded).
+* **Fitted or only scored** (:func:`fit_rows`): length distributions, runs of a handful of
+  output tokens and development snapshots of an engine are scored, never fitted.
 * **Source** (the hold-out unit) is the ``source`` column, with ``SOURCE_ALIASES`` joining
   copies of one document (the v0.14 TensorRT-LLM page appears in calibration.csv and in
   validation_points.csv). Result blocks a source published under the wrong GPU
@@ -779,10 +781,29 @@ def loso_splits(rows: Sequence[Row], scored: Sequence[Row] | None = None) -> Ite
 MIN_FIT_OUTPUT = 16
 
 
+# A development snapshot's version string: ``0.7.4.dev181+gf35f8e22``, ``0.17.post1.dev``.
+_DEV_BUILD = re.compile(r"\d\.dev\d*\b")
+
+
+def dev_build(engine_label: str) -> bool:
+    """Whether the engine label names a development snapshot rather than a release."""
+    return _DEV_BUILD.search(engine_label) is not None
+
+
 def fit_rows(rows: Sequence[Row]) -> list[Row]:
-    """Rows the fit may use: fixed request lengths (length distributions are only scored), and
-    at least ``MIN_FIT_OUTPUT`` output tokens: runs of a handful of output tokens (GPUStack's
-    128 in / 4 out) are bound by the per-request serving path (HTTP, tokenisation, scheduling of
-    each request), which the model does not represent; fitting engine constants to them would
-    bend every other prediction. They are scored like every other row."""
-    return [r for r in rows if r.lengths == "fixed" and r.output_len >= MIN_FIT_OUTPUT]
+    """Rows the fit may use: fixed request lengths (length distributions are only scored), at
+    least ``MIN_FIT_OUTPUT`` output tokens, and a released engine build.
+
+    Runs of a handful of output tokens (GPUStack's 128 in / 4 out) are bound by the per-request
+    serving path (HTTP, tokenisation, scheduling of each request), which the model does not
+    represent; fitting engine constants to them would bend every other prediction. Development
+    snapshots (``0.7.4.dev181``, TensorRT-LLM ``0.17.post1.dev``: a main-branch build between
+    releases, there with the then-new PyTorch backend) are not the release whose fitted constants
+    their version would key: fitted, dstack's trtllm-serve DeepSeek-R1 runs pushed TensorRT-LLM
+    0.17's step and layer overheads to their bounds, which its release measurements (the v0.17
+    performance overview) do not show. Both kinds are scored like every other row."""
+    return [
+        r
+        for r in rows
+        if r.lengths == "fixed" and r.output_len >= MIN_FIT_OUTPUT and not dev_build(r.engine_label)
+    ]

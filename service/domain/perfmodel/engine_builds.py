@@ -10,6 +10,47 @@ service/domain/perfmodel/calibration.py.
 from __future__ import annotations
 
 PROFILES: dict[str, object] = {
+    "sglang-0.4": {
+        "calibrated": False,
+        "constants": "sglang",
+        "engine": "sglang",
+        "gpus": [
+            "h200-sxm",
+            "mi300x",
+        ],
+        "note": "108 rows, 1 source(s): too few for a fit; sglang constants pooled over versions",
+        "rows": 108,
+        "sources": 1,
+        "validation": {
+            "hopper-hbm": {
+                "itl": {
+                    "bias": -0.5173,
+                    "median_ape": 0.5173,
+                    "n": 18,
+                    "within_25pct": 0.0,
+                },
+                "throughput_at_load": {
+                    "bias": 1.5178,
+                    "median_ape": 1.5178,
+                    "n": 18,
+                    "within_25pct": 0.0,
+                },
+                "tpot": {
+                    "bias": -0.5153,
+                    "median_ape": 0.5153,
+                    "n": 36,
+                    "within_25pct": 0.0,
+                },
+                "ttft": {
+                    "bias": -0.9457,
+                    "median_ape": 0.9466,
+                    "n": 36,
+                    "within_25pct": 0.0,
+                },
+            },
+        },
+        "version": "0.4",
+    },
     "sglang-0.5": {
         "calibrated": True,
         "constants": "sglang-0.5",
@@ -385,11 +426,35 @@ PROFILES: dict[str, object] = {
                 },
             },
             "hopper-hbm": {
+                "itl": {
+                    "bias": -0.5653,
+                    "median_ape": 0.5653,
+                    "n": 9,
+                    "within_25pct": 0.0,
+                },
                 "peak_throughput": {
                     "bias": -0.0407,
                     "median_ape": 0.0927,
                     "n": 205,
                     "within_25pct": 0.961,
+                },
+                "throughput_at_load": {
+                    "bias": 2.5238,
+                    "median_ape": 2.5238,
+                    "n": 9,
+                    "within_25pct": 0.0,
+                },
+                "tpot": {
+                    "bias": -0.5426,
+                    "median_ape": 0.5426,
+                    "n": 18,
+                    "within_25pct": 0.0,
+                },
+                "ttft": {
+                    "bias": -0.8543,
+                    "median_ape": 0.8543,
+                    "n": 18,
+                    "within_25pct": 0.0,
                 },
             },
         },

@@ -15,6 +15,8 @@ from bench._calibration_data import (
     LoadReport,
     Row,
     build_of,
+    dev_build,
+    fit_rows,
     load_gpus,
     load_rows,
     loso_splits,
@@ -291,3 +293,17 @@ def test_offline_vllm_batches_load_as_bursts(loaded: tuple[list[Row], LoadReport
         ("vllm-0.6", "h100-sxm", "llama-3.1-405b", "burst", "requests")
     }
     assert {r.load_n for r in llama} == {4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0}
+
+
+def test_development_snapshots_are_scored_not_fitted(loaded: tuple[list[Row], LoadReport]) -> None:
+    assert dev_build("vLLM 0.7.4.dev181+gf35f8e22 (nightly wheel)")
+    assert dev_build("TensorRT-LLM 0.17.post1.dev (trtllm-serve, PyTorch backend)")
+    assert not dev_build("SGLang v0.4.3.post2")
+    assert not dev_build("vLLM v0.11.0")
+    rows, _ = loaded
+    fitted = {r.index for r in fit_rows(rows)}
+    trt = [r for r in rows if r.source == DSTACK_DEEPSEEK and r.engine == "trtllm"]
+    assert trt and not fitted & {r.index for r in trt}
+    # the SGLang releases of the same study are fitted
+    sgl = [r for r in rows if r.source == DSTACK_DEEPSEEK and r.engine == "sglang"]
+    assert sgl and {r.index for r in sgl} <= fitted
