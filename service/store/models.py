@@ -143,7 +143,8 @@ class GpuRow(Base):
 
 
 class PricePointRow(Base):
-    """One price observation. Append-only (database triggers refuse UPDATE and DELETE)."""
+    """One price observation. Append-only (database triggers refuse UPDATE, DELETE and,
+    on Postgres, TRUNCATE)."""
 
     __tablename__ = "price_points"
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.operations import Operations
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Connection, TextClause, bindparam, text
+from sqlalchemy import Connection, TextClause, bindparam, func, insert, select, text
 
 from service.store.csv_format import bundled_text, parse_prices_csv, parse_purchase_gaps_csv
 from service.store.database import create_engine
-from service.store.migrate import current_revision, head_revision, upgrade
+from service.store.migrate import alembic_config, current_revision, head_revision, upgrade
 from service.store.migrations.backfill import (
     append_bundled_prices,
     fill_gpu_column,
@@ -72,6 +73,113 @@ async def test_price_points_are_append_only(empty_database_url: str) -> None:
         async with engine.connect() as connection:
             count = await connection.scalar(text("SELECT count(*) FROM price_points"))
             assert count == seeded_price_count()
+    finally:
+        await engine.dispose()
+
+
+HISTORY = ("benchmark_imports", "benchmark_measurements", "calibration_profiles")
+"""The append-only tables of 0007 and 0008, which refuse TRUNCATE since 0012."""
+
+
+def _one_row_each(connection: Connection) -> None:
+    tables = Base.metadata.tables
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+    import_id = connection.execute(
+        insert(tables["benchmark_imports"]).returning(tables["benchmark_imports"].c.id),
+        {"content_sha256": "0" * 64, "format": "vllm", "filename": None, "labels": [],
+         "key_id": "k", "imported_at": now, "runs": 1, "measurements": 1, "context": {}},
+    ).scalar_one()  # fmt: skip
+    connection.execute(
+        insert(tables["benchmark_measurements"]),
+        {"import_id": import_id, "run": 0, "gpu": "l4", "cards": 1, "tensor_parallel": 1,
+         "model": "m", "precision": "bf16", "kv_precision": "bf16", "engine": "vllm",
+         "engine_version": "0.11.0", "prompt_tokens": 100.0, "output_tokens": 10.0,
+         "load": "concurrency", "load_value": 1.0, "metric": "ttft_ms", "stat": "p50",
+         "value": 1.0},
+    )  # fmt: skip
+    connection.execute(
+        insert(tables["calibration_profiles"]),
+        {"name": "p", "version": 1, "engine": "vllm", "selection": {}, "corrections": [],
+         "report": {}, "rows": 1, "files": 1, "created_at": now, "key_id": "k"},
+    )  # fmt: skip
+
+
+def _refusals(table: str, postgres: bool) -> list[str]:
+    statements = ["UPDATE {table} SET id = id", "DELETE FROM {table}"]
+    if postgres:
+        # TRUNCATE fires no row triggers: a statement-level trigger refuses it (0012). A plain
+        # TRUNCATE of benchmark_imports is refused by the foreign key before any trigger.
+        if table != "benchmark_imports":
+            statements.append("TRUNCATE {table}")
+        statements.append("TRUNCATE {table} CASCADE")
+    return [statement.format(table=table) for statement in statements]
+
+
+async def test_benchmark_and_calibration_history_is_append_only(empty_database_url: str) -> None:
+    """Like price_points: row triggers refuse UPDATE and DELETE, and on Postgres each table's
+    own statement trigger refuses TRUNCATE (CASCADE fires the named table's first)."""
+    engine = create_engine(empty_database_url)
+    postgres = engine.dialect.name == "postgresql"
+    try:
+        await upgrade(engine)
+        async with engine.begin() as connection:
+            await connection.run_sync(_one_row_each)
+        for table in HISTORY:
+            for statement in _refusals(table, postgres):
+                with pytest.raises(Exception, match=f"{table} is append-only"):
+                    async with engine.begin() as connection:
+                        await connection.execute(text(statement))
+        async with engine.connect() as connection:
+            counts = [
+                await connection.scalar(select(func.count()).select_from(Base.metadata.tables[t]))
+                for t in HISTORY
+            ]
+        assert counts == [1, 1, 1]
+    finally:
+        await engine.dispose()
+
+
+def _downgrade(connection: Connection, target: str) -> None:
+    config = alembic_config()
+    config.attributes["connection"] = connection
+    command.downgrade(config, target)
+
+
+async def test_the_truncate_triggers_of_0012_come_and_go_with_it(empty_database_url: str) -> None:
+    """Downgrading 0012 drops exactly its TRUNCATE triggers (price_points' of 0003 and the row
+    triggers stay); upgrading again restores them. On SQLite 0012 changes nothing."""
+    engine = create_engine(empty_database_url)
+    postgres = engine.dialect.name == "postgresql"
+    of_0003 = {"price_points_no_truncate"} if postgres else set()
+    of_0012 = {f"{t}_no_truncate" for t in HISTORY} if postgres else set()
+
+    async def truncate_triggers() -> set[str]:
+        if not postgres:
+            return set()
+        async with engine.connect() as connection:
+            names = await connection.scalars(
+                text("SELECT tgname FROM pg_trigger WHERE tgname LIKE '%no_truncate'")
+            )
+            return set(names)
+
+    try:
+        await upgrade(engine)
+        assert await truncate_triggers() == of_0003 | of_0012
+        async with engine.begin() as connection:
+            await connection.run_sync(_downgrade, "0011")
+        assert await current_revision(engine) == "0011"
+        assert await truncate_triggers() == of_0003
+        if postgres:
+            async with engine.begin() as connection:
+                await connection.execute(text("TRUNCATE calibration_profiles"))
+        async with engine.begin() as connection:
+            await connection.run_sync(_one_row_each)
+        with pytest.raises(Exception, match="calibration_profiles is append-only"):
+            async with engine.begin() as connection:
+                await connection.execute(text("DELETE FROM calibration_profiles"))
+        await upgrade(engine)
+        assert await current_revision(engine) == head_revision()
+        assert await truncate_triggers() == of_0003 | of_0012
     finally:
         await engine.dispose()
 
