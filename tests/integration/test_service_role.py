@@ -4,7 +4,11 @@ triggers (Postgres only)."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import secrets
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +22,7 @@ from sqlalchemy.engine.url import make_url
 from service.app import create_app
 from service.domain.catalog import PricePoint
 from service.store.database import create_engine
-from service.store.grants import grant_service_role
+from service.store.grants import SEQUENCE_TABLES, TABLE_PRIVILEGES, grant_service_role
 from service.store.repositories import CatalogRepository
 from tests.conftest import admin, base_settings
 from tests.support.databases import PostgresDatabases
@@ -193,3 +197,84 @@ async def test_the_service_role_imports_benchmarks_and_fits_calibrations(
                    for a in calibrated.json()["assumptions"])  # fmt: skip
         unknown = await client.post("/v1/estimate", json={**estimate, "calibration": "nobody"})
         assert unknown.status_code == 404 and unknown.json()["field"] == "calibration"
+
+
+async def _privileges(owner_url: str, role: str) -> dict[str, set[str]]:
+    """What ``role`` may do on each table of the public schema, and ``USAGE`` on the id
+    sequence of a table (listed under the table's name)."""
+    owner = await asyncpg.connect(_dsn(owner_url))
+    try:
+        tables = await owner.fetch(
+            "SELECT tablename, p FROM pg_tables, "
+            "unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE']) AS p "
+            "WHERE schemaname = 'public' "
+            "AND has_table_privilege($1, quote_ident(tablename), p)",
+            role,
+        )
+        sequences = await owner.fetch(
+            "SELECT sequencename FROM pg_sequences WHERE schemaname = 'public' "
+            "AND has_sequence_privilege($1, quote_ident(sequencename), 'USAGE')",
+            role,
+        )
+    finally:
+        await owner.close()
+    granted: dict[str, set[str]] = {}
+    for table, privilege in tables:
+        granted.setdefault(table, set()).add(privilege)
+    for (sequence,) in sequences:
+        granted.setdefault(sequence.removesuffix("_id_seq"), set()).add("USAGE")
+    return granted
+
+
+def _expected(tables: set[str]) -> dict[str, set[str]]:
+    return {
+        table: {p.strip() for p in privileges.split(",")}
+        | ({"USAGE"} if table in SEQUENCE_TABLES else set())
+        for table, privileges in TABLE_PRIVILEGES.items()
+        if table in tables
+    }
+
+
+async def test_migrating_to_an_older_revision_grants_the_tables_it_has(
+    endpoints: Endpoints, postgres_databases: PostgresDatabases | None, tmp_path: Path
+) -> None:
+    """``gpuplan migrate --to 0003`` with a service role grants on the tables 0003 has instead
+    of failing on those later migrations add (price_imports, benchmark and calibration
+    tables, price_gaps); ``gpuplan migrate`` then grants the rest."""
+    if postgres_databases is None or endpoints.postgres_admin_url is None:
+        unavailable("Postgres", endpoints.why_missing)
+        raise AssertionError("unreachable")
+    owner_url = await postgres_databases.empty()
+    role = f"gpuplan_svc_{secrets.token_hex(4)}"
+    admin = await asyncpg.connect(_dsn(endpoints.postgres_admin_url))
+    try:
+        await admin.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{secrets.token_hex(12)}'")
+    finally:
+        await admin.close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUPLAN_")}
+    env |= {"GPUPLAN_DATABASE_URL": owner_url, "GPUPLAN_SERVICE_ROLE": role,
+            "GPUPLAN_DATA_DIR": str(tmp_path / "data")}  # fmt: skip
+
+    async def migrate(*args: str) -> str:
+        result = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "service.cli", "migrate", *args],
+            env=env, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert f"role {role} granted the service's privileges only" in result.stdout
+        return result.stdout
+
+    try:
+        assert "is at migration 0003" in await migrate("--to", "0003")
+        older = {"alembic_version", "gpus", "price_points", "catalog_state"}
+        assert await _privileges(owner_url, role) == _expected(older)
+        await migrate()
+        assert await _privileges(owner_url, role) == _expected(set(TABLE_PRIVILEGES))
+    finally:
+        owner = await asyncpg.connect(_dsn(owner_url))
+        try:
+            await owner.execute(f"DROP OWNED BY {role}")
+            await owner.execute(f"DROP ROLE {role}")
+        finally:
+            await owner.close()

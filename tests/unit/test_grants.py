@@ -44,3 +44,11 @@ def test_the_statements_revoke_first_then_grant_each_table_and_sequence() -> Non
     assert statements[0].startswith("REVOKE ALL ON ALL TABLES")
     assert 'GRANT SELECT, INSERT ON calibration_profiles TO "svc"' in statements
     assert statements[-1] == 'GRANT USAGE ON SEQUENCE public.benchmark_imports_id_seq TO "svc"'
+
+
+def test_only_the_tables_that_exist_are_granted() -> None:
+    """After ``gpuplan migrate --to`` an older revision, later tables do not exist yet."""
+    older = {"alembic_version", "gpus", "price_points", "catalog_state"}
+    statements = grant_statements('"svc"', ["public.price_points_id_seq"], older)
+    granted = {s.split(" ON ")[1].split(" TO ")[0] for s in statements if s.startswith("GRANT ")}
+    assert granted == older | {"SCHEMA public", "SEQUENCE public.price_points_id_seq"}
