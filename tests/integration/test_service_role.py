@@ -39,6 +39,16 @@ def _dsn(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
+async def _drop_role(owner_url: str, role: str) -> None:
+    """Drop ``role`` and what it owns (the owner's connection)."""
+    owner = await asyncpg.connect(_dsn(owner_url))
+    try:
+        await owner.execute(f"DROP OWNED BY {role}")
+        await owner.execute(f"DROP ROLE {role}")
+    finally:
+        await owner.close()
+
+
 @pytest_asyncio.fixture(loop_scope="session")
 async def owner_and_service_urls(
     endpoints: Endpoints, postgres_databases: PostgresDatabases | None
@@ -70,12 +80,7 @@ async def owner_and_service_urls(
     try:
         yield owner_url, service_url
     finally:
-        owner = await asyncpg.connect(_dsn(owner_url))
-        try:
-            await owner.execute(f"DROP OWNED BY {role}")
-            await owner.execute(f"DROP ROLE {role}")
-        finally:
-            await owner.close()
+        await _drop_role(owner_url, role)
 
 
 @pytest.mark.parametrize(
@@ -272,9 +277,4 @@ async def test_migrating_to_an_older_revision_grants_the_tables_it_has(
         await migrate()
         assert await _privileges(owner_url, role) == _expected(set(TABLE_PRIVILEGES))
     finally:
-        owner = await asyncpg.connect(_dsn(owner_url))
-        try:
-            await owner.execute(f"DROP OWNED BY {role}")
-            await owner.execute(f"DROP ROLE {role}")
-        finally:
-            await owner.close()
+        await _drop_role(owner_url, role)
