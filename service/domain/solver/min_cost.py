@@ -36,7 +36,14 @@ from service.domain.solver.formulation import (
 )
 from service.domain.solver.highs import MilpModel, Outcome, solve_milp
 from service.domain.solver.problem import FleetProblem, FleetSolution, Reason, SolveStatus
-from service.domain.solver.prune import Canon, Fleet, Mode, canonicalize, select
+from service.domain.solver.prune import (
+    Canon,
+    Fleet,
+    Mode,
+    canonicalize,
+    select,
+    usd_in_cost_units,
+)
 from service.domain.solver.replica_types import replica_type_fleet
 
 # Largest one-stage objective near the optimum (W times a feasible fleet's cost units).
@@ -48,14 +55,21 @@ def _empty_fleet(canon: Canon) -> Fleet:
 
 
 def minimum_cost_fleet(
-    canon: Canon, gpu_id: str | None, *, cost_only: bool = False
+    canon: Canon,
+    gpu_id: str | None,
+    *,
+    cost_only: bool = False,
+    known_usd_per_hour: float | None = None,
 ) -> FleetSolution:
     """The cheapest fleet in scope (all options, or ``gpu_id``'s), before the budget check:
     coverage reasons, pruning, the exact path or the MILP (with its tie-break), diagnosis.
 
     ``cost_only``: only the cheapest cost is wanted (a curve point): the MILP minimises cost
     alone, so among equal-cost fleets any one comes back (no fewest-cards stage), and an
-    infeasible scope is not diagnosed (no reasons; the elastic solves are skipped)."""
+    infeasible scope is not diagnosed (no reasons; the elastic solves are skipped).
+    ``known_usd_per_hour`` (with ``cost_only``): the cost of a fleet known to be feasible in
+    this scope, which bounds the MILP's search (see :func:`highs.solve_milp`); the optimum is
+    the same."""
     reasons = diagnose.coverage_reasons(canon, gpu_id) or diagnose.spread_reasons(canon, gpu_id)
     if reasons:
         return infeasible_solution(reasons)
@@ -84,11 +98,11 @@ def minimum_cost_fleet(
     weight = card_weight(canon, sel, cost_bound)
     one_stage = not cost_only and cost_bound * weight <= ONE_STAGE_MAX_OBJECTIVE
     model, lay = cost_model(canon, sel, card_weight=weight if one_stage else None)
-    first = solve_milp(
-        model,
-        time_limit_s=canon.time_limit_s,
-        known_value=one_option_objective(canon, sel, model),
-    )
+    known = one_option_objective(canon, sel, model)
+    if cost_only and known_usd_per_hour is not None:
+        units = usd_in_cost_units(canon, known_usd_per_hour)
+        known = units if known is None else min(known, units)
+    first = solve_milp(model, time_limit_s=canon.time_limit_s, known_value=known)
     if first.outcome is Outcome.INFEASIBLE:
         return infeasible()
     if first.outcome is Outcome.TIME_LIMIT_NO_SOLUTION:
@@ -173,7 +187,9 @@ def _mix_fits(canon: Canon) -> bool:
     return result.outcome is Outcome.OPTIMAL and result.objective < 0.5
 
 
-def solve_fleet(problem: FleetProblem, *, cost_only: bool = False) -> FleetSolution:
+def solve_fleet(
+    problem: FleetProblem, *, cost_only: bool = False, known_usd_per_hour: float | None = None
+) -> FleetSolution:
     """The cheapest fleet for ``problem`` (see :mod:`formulation` for the model).
 
     Status ``optimal``/``infeasible``/``time_limit`` as HiGHS proves them; ``over_budget`` with
@@ -190,9 +206,11 @@ def solve_fleet(problem: FleetProblem, *, cost_only: bool = False) -> FleetSolut
 
     ``cost_only`` (for sweeps that need the cheapest cost alone): one HiGHS call on cost, no
     fewest-cards stage, no diagnosis of an infeasible problem (see :func:`minimum_cost_fleet`);
-    the cost is the same.
+    the cost is the same. ``known_usd_per_hour`` (with ``cost_only``): the cost of a fleet
+    known to be feasible for ``problem``; it only narrows the search.
     """
     canon = canonicalize(problem)
-    return apply_budget(
-        canon, minimum_cost_fleet(canon, None, cost_only=cost_only), None, scale=True
+    cheapest = minimum_cost_fleet(
+        canon, None, cost_only=cost_only, known_usd_per_hour=known_usd_per_hour
     )
+    return apply_budget(canon, cheapest, None, scale=True)

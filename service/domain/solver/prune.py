@@ -176,6 +176,19 @@ def budget_in_units(budget_usd_per_hour: float, unit_usd: float) -> float:
     return float(nearest) if abs(scaled - nearest) <= 1e-6 else float(math.floor(scaled))
 
 
+def usd_in_cost_units(canon: Canon, usd_per_hour: float) -> float:
+    """``usd_per_hour`` in ``canon``'s cost units, rounded up (a value within 1e-6 units of an
+    integer is that integer): a fleet of ``canon``'s options costing that much has exactly
+    this many units."""
+    priced = np.flatnonzero(canon.cost > 0.0)
+    if priced.size == 0:
+        return math.inf
+    unit_usd = float(canon.usd[priced[0]] / canon.cost[priced[0]])
+    scaled = usd_per_hour / unit_usd
+    nearest = round(scaled)
+    return float(nearest) if abs(scaled - nearest) <= 1e-6 else float(math.ceil(scaled))
+
+
 def canonicalize(problem: FleetProblem) -> Canon:
     """Sort buckets and options by key and turn the problem into arrays (see :class:`Canon`)."""
     bucket_order = sorted(range(len(problem.buckets)), key=lambda s: problem.buckets[s].key)

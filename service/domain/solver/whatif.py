@@ -73,7 +73,8 @@ def relaxation_savings(
         relaxed = _relaxed(base, label)
         if relaxed is None:
             continue
-        cheaper = solve_fleet(relaxed, cost_only=True)
+        # ``solution`` stays feasible with one constraint removed: its cost bounds the search.
+        cheaper = solve_fleet(relaxed, cost_only=True, known_usd_per_hour=solution.usd_per_hour)
         if cheaper.status is not SolveStatus.OPTIMAL:
             continue
         out.append((label, max(0.0, solution.usd_per_hour - cheaper.usd_per_hour)))

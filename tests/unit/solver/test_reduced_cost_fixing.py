@@ -16,6 +16,9 @@ from scipy import sparse
 
 from service.domain.solver import highs
 from service.domain.solver.highs import MilpModel, Outcome, solve_milp
+from service.domain.solver.min_cost import solve_fleet
+from service.domain.solver.whatif import _relaxed, constraint_labels
+from tests.unit.solver.solver_bruteforce import random_problem
 
 
 def covering_model(seed: int, options: int = 16, shapes: int = 3) -> MilpModel:
@@ -142,3 +145,21 @@ def test_small_models_skip_fixing(monkeypatch: pytest.MonkeyPatch, fixed_calls: 
     model = covering_model(3, options=4)  # 8 integer columns
     assert solve_milp(model, time_limit_s=30.0).outcome is Outcome.OPTIMAL
     assert fixed_calls == []
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_known_fleet_bounds_the_what_if_solves_without_changing_them(seed: int) -> None:
+    """What-if re-solves pass the plan's own cost as a known fleet (it stays feasible with a
+    constraint removed); the cheapest relaxed cost is the one found without it."""
+    problem = random_problem(seed, max_options=14, max_buckets=3, multi_replica=True)
+    solution = solve_fleet(problem)
+    if not solution.has_fleet:
+        return
+    for label in constraint_labels(problem):
+        relaxed = _relaxed(replace(problem, budget_usd_per_hour=None), label)
+        assert relaxed is not None
+        plain = solve_fleet(relaxed, cost_only=True)
+        bounded = solve_fleet(relaxed, cost_only=True, known_usd_per_hour=solution.usd_per_hour)
+        assert bounded.status == plain.status
+        assert bounded.usd_per_hour == pytest.approx(plain.usd_per_hour, abs=1e-9)
+        assert bounded.usd_per_hour <= solution.usd_per_hour + 1e-9
