@@ -84,7 +84,7 @@ def fixed_calls(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
 
 pytestmark = pytest.mark.skipif(
-    highs._PRIVATE_WRAPPER is None, reason="fixing runs only through SciPy's private wrapper"
+    highs._backend() is None, reason="fixing runs only through SciPy's HiGHS binding or wrapper"
 )
 
 
@@ -163,3 +163,39 @@ def test_a_known_fleet_bounds_the_what_if_solves_without_changing_them(seed: int
         assert bounded.status == plain.status
         assert bounded.usd_per_hour == pytest.approx(plain.usd_per_hour, abs=1e-9)
         assert bounded.usd_per_hour <= solution.usd_per_hour + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("relax", [False, True])
+def test_the_binding_and_the_wrapper_give_the_same_answers(seed: int, relax: bool) -> None:
+    """The direct binding path and SciPy's private wrapper: the same status, objective and
+    point, and on LPs the same row duals and lower-bound reduced costs."""
+    if highs._CORE is None or highs._PRIVATE_WRAPPER is None:
+        pytest.skip("needs both SciPy paths")
+    model = covering_model(seed)
+    if relax:
+        model = replace(model, integrality=np.zeros_like(model.integrality))
+    core = highs._solve_core(model, 30.0)
+    wrapped = highs._solve_private(highs._PRIVATE_WRAPPER, model, 30.0)
+    assert core.outcome is wrapped.outcome is Outcome.OPTIMAL
+    assert core.objective == pytest.approx(wrapped.objective, rel=1e-12)
+    assert core.x is not None and wrapped.x is not None
+    np.testing.assert_allclose(core.x, wrapped.x, atol=1e-9)
+    if relax:
+        assert core.row_dual is not None and wrapped.row_dual is not None
+        np.testing.assert_allclose(core.row_dual, wrapped.row_dual, atol=1e-9)
+        assert core.reduced_cost is not None and wrapped.reduced_cost is not None
+        np.testing.assert_allclose(core.reduced_cost, wrapped.reduced_cost, atol=1e-9)
+
+
+def test_a_known_value_below_the_optimum_is_not_trusted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HiGHS answers a bound below the optimum with some worse point labelled optimal; a wrong
+    ``known_value`` must still give the optimum."""
+    model = covering_model(1)
+    optimum = whole(model, monkeypatch)
+    for known in (optimum - 1.0, 0.5 * optimum):
+        assert solve_milp(model, time_limit_s=30.0, known_value=known).objective == (
+            pytest.approx(optimum)
+        )
+    impossible = replace(model, col_upper=np.zeros_like(model.col_upper))
+    assert solve_milp(impossible, time_limit_s=30.0).outcome is Outcome.INFEASIBLE

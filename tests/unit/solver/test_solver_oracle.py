@@ -120,8 +120,19 @@ def test_two_stage_tiebreak_matches_brute_force(seed: int, monkeypatch: pytest.M
 def test_public_milp_fallback_matches_brute_force(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Without SciPy's private HiGHS wrapper the public ``milp`` path gives the same answers."""
+    """Without SciPy's HiGHS binding and private wrapper the public ``milp`` path gives the
+    same answers."""
+    monkeypatch.setattr(highs_module, "_CORE", None)
     monkeypatch.setattr(highs_module, "_PRIVATE_WRAPPER", None)
+    agree(random_problem(seed, max_options=5))
+
+
+@pytest.mark.parametrize("seed", range(3100, 3130))
+def test_private_wrapper_fallback_matches_brute_force(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the names the binding path uses, SciPy's private wrapper gives the same answers."""
+    monkeypatch.setattr(highs_module, "_CORE", None)
     agree(random_problem(seed, max_options=5))
 
 
