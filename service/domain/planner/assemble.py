@@ -5,7 +5,7 @@ import math
 from collections.abc import Iterable
 
 import numpy as np
-from scipy.optimize import linprog
+from scipy import sparse
 
 from service.domain.perfmodel import (
     Deployment,
@@ -22,8 +22,11 @@ from service.domain.solver import (
     FleetSolution,
     cheapest_single_type,
 )
+from service.domain.solver.highs import MilpModel, Outcome, solve_milp
 
 _PERCENTILES = (50.0, 90.0, 95.0, 99.0)
+# The fleet-capacity LP is tiny (buckets x lines); HiGHS solves it in well under a millisecond.
+_LP_TIME_LIMIT_S = 5.0
 
 
 def single_type_fleets(
@@ -196,11 +199,19 @@ def fleet_capacity(request: PlanRequest, candidates: Candidates, solution: Fleet
                 a_ub[g, s * n_o + g] = 1.0 / caps[s]
             else:
                 bounds[s * n_o + g] = (0.0, 0.0)
-    b_ub = np.array([float(units[k]) for k in keys])
-    result = linprog(
-        cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=np.zeros(n_b), bounds=bounds, method="highs"
+    model = MilpModel(
+        c=cost,
+        a=sparse.csc_array(np.vstack([a_eq, a_ub])),
+        row_lower=np.concatenate([np.zeros(n_b), np.full(n_o, -np.inf)]),
+        row_upper=np.concatenate([np.zeros(n_b), [float(units[k]) for k in keys]]),
+        col_lower=np.zeros(n),
+        col_upper=np.array([np.inf if hi is None else hi for _, hi in bounds]),
+        integrality=np.zeros(n, dtype=np.uint8),
     )
-    return float(result.x[-1]) if result.status == 0 else 0.0
+    result = solve_milp(model, time_limit_s=_LP_TIME_LIMIT_S)
+    if result.outcome is not Outcome.OPTIMAL or result.x is None:
+        return 0.0
+    return float(result.x[-1])
 
 
 def usd_per_million_tokens(request: PlanRequest, fleet: Fleet | None) -> float | None:

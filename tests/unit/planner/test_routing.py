@@ -6,11 +6,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
+from scipy.optimize import linprog
 
 from service.domain.llm import resolve_model
 from service.domain.perfmodel import Deployment, RequestShape, Slo, max_qps_under_slo
 from service.domain.planner import WorkloadBucket, plan
+from service.domain.planner.assemble import fleet_capacity
+from service.domain.planner.candidates import build_candidates
+from service.domain.solver import FleetSolution, SolveStatus
 from tests.unit.planner.test_planner import request, snapshot
 
 MIX = (WorkloadBucket("b0", 0.8, 256, 64), WorkloadBucket("b1", 0.2, 8000, 256))
@@ -89,3 +94,54 @@ def test_shared_routing_makes_every_line_serve_the_whole_mix_and_prices_it() -> 
     assert shared.fleet.qps_capacity is not None
     assert shared.fleet.qps_capacity >= split.qps * (1 - 1e-9)
     assert any("routing: shared, as asked" in s for s in shared.explanation)
+
+
+def test_fleet_capacity_is_the_assignment_lp_optimum() -> None:
+    """A line of L4s (short prompts only) and a line of H100s: the most load of the mix the two
+    lines carry is the LP over the assignment, checked against SciPy's ``linprog`` and against
+    the closed form of this two-line case."""
+    req = request(qps=split_fleet_qps(), buckets=MIX, slo=SLO, gpus=("l4", "h100-sxm"))
+    candidates = build_candidates(req, snapshot())
+    l4 = next(k for k, c in candidates.items.items() if c.option.gpu_id == "l4")
+    h100 = next(k for k, c in candidates.items.items() if c.option.gpu_id == "h100-sxm")
+    units = {l4: 3, h100: 2}
+    solution = FleetSolution(status=SolveStatus.OPTIMAL, units=tuple(sorted(units.items())))
+    got = fleet_capacity(req, candidates, solution)
+
+    caps = {k: [candidates.items[k].model_capacity_qps(s) for s in range(2)] for k in units}
+    assert caps[l4][1] == 0.0 and caps[h100][1] > 0.0  # L4s cannot serve the long prompts
+    keys = sorted(units)
+    shares = [b.share for b in MIX]
+    # variables z[s, g] then lam: maximise lam, sum_g z[s, g] = share[s] lam,
+    # sum_s z[s, g] / cap[s, g] <= units[g]
+    n = 2 * len(keys) + 1
+    a_eq = np.zeros((2, n))
+    a_ub = np.zeros((len(keys), n))
+    bounds: list[tuple[float, float | None]] = []
+    for s in range(2):
+        a_eq[s, -1] = -shares[s]
+        for g, key in enumerate(keys):
+            a_eq[s, s * len(keys) + g] = 1.0
+            if caps[key][s] > 0:
+                a_ub[g, s * len(keys) + g] = 1.0 / caps[key][s]
+                bounds.append((0.0, None))
+            else:
+                bounds.append((0.0, 0.0))
+    bounds.append((0.0, None))
+    c = np.zeros(n)
+    c[-1] = -1.0
+    oracle = linprog(c, A_ub=a_ub, b_ub=[units[k] for k in keys], A_eq=a_eq, b_eq=[0, 0],
+                     bounds=bounds, method="highs")  # fmt: skip
+    assert oracle.status == 0
+    assert got == pytest.approx(oracle.x[-1], rel=1e-9)
+    # Closed form: the H100s take every long request; what time they have left and the L4s'
+    # time serve the short ones, so lam = min over the binding resource.
+    long_time = shares[1] / caps[h100][1]
+    short_h, short_l = caps[h100][0], caps[l4][0]
+    # lam * long_time <= units[h100] and lam * share0 <= (units[h100] - lam long_time) short_h
+    # + units[l4] short_l
+    lam = min(
+        units[h100] / long_time,
+        (units[h100] * short_h + units[l4] * short_l) / (shares[0] + long_time * short_h),
+    )
+    assert got == pytest.approx(lam, rel=1e-9)
