@@ -84,7 +84,10 @@ def explain(
     savings: Savings | None,
     budget_qps: float | None,
     problem: FleetProblem,
+    relaxed: dict[str, float] | None = None,
 ) -> tuple[str, ...]:
+    """The plan's sentences. ``relaxed``: the what-if costs of :func:`priced_constraints`
+    already solved (``solver.relaxed_costs``); solved here when ``None``."""
     c = request.constraints
     slo = request.slo
     limits = [
@@ -132,7 +135,7 @@ def explain(
                         f"{_limit_words(cap.limited_by, slo)}."
                     )
                     break
-    sentences.extend(_constraint_costs(request, problem, solution))
+    sentences.extend(_constraint_costs(request, problem, solution, relaxed))
     if solution.status is SolveStatus.OVER_BUDGET and request.budget_usd_per_hour is not None:
         sentences.append(
             f"The cheapest fleet costs {_money(fleet.usd_per_hour)}/hour, over the budget of "
@@ -152,23 +155,34 @@ def explain(
     return tuple(sentences)
 
 
-def _constraint_costs(
-    request: PlanRequest, problem: FleetProblem, solution: FleetSolution
-) -> list[str]:
-    """What each availability cap, the per-line replica floor and the spread cost, priced by
-    re-solving without it (one MILP each, only for what the request sets); constraints that
-    cost nothing are not mentioned. Caps are priced even when not tight (a cap can push the
-    fleet off a GPU entirely)."""
+def priced_constraints(request: PlanRequest) -> tuple[str, ...]:
+    """The constraints a plan prices by re-solving without each (``solver.whatif`` labels):
+    every availability cap, the per-line replica floor and the spread, only where the request
+    sets them."""
     c = request.constraints
     labels = tuple(f"max_cards:{gpu}" for gpu, _ in c.max_cards)
     if c.min_replicas > 1:
         labels += ("min_replicas",)
     if c.spread.asked:
         labels += ("spread",)
+    return labels
+
+
+def _constraint_costs(
+    request: PlanRequest,
+    problem: FleetProblem,
+    solution: FleetSolution,
+    relaxed: dict[str, float] | None,
+) -> list[str]:
+    """What each of :func:`priced_constraints` costs, priced by re-solving without it (one
+    MILP each, unless ``relaxed`` has them); constraints that cost nothing are not mentioned.
+    Caps are priced even when not tight (a cap can push the fleet off a GPU entirely)."""
+    c = request.constraints
+    labels = priced_constraints(request)
     if not labels or not solution.has_fleet:
         return []
     out = []
-    for label, saved in relaxation_savings(problem, solution, labels):
+    for label, saved in relaxation_savings(problem, solution, labels, relaxed):
         if saved <= 0.005:
             continue
         kind, _, subject = label.partition(":")

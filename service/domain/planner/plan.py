@@ -20,7 +20,7 @@ Pure: same request and snapshot, same plan.
 
 from __future__ import annotations
 
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import replace
 from datetime import datetime
 
@@ -36,6 +36,7 @@ from service.domain.planner.explain import (
     assumptions,
     explain,
     no_candidates_sentence,
+    priced_constraints,
     single_type_rejection,
     stale_price_sentences,
 )
@@ -52,7 +53,7 @@ from service.domain.planner.result import (
     plan_status,
 )
 from service.domain.planner.routing import routing, routing_sentence
-from service.domain.solver import ReasonCode, SolveStatus, solve_single_type
+from service.domain.solver import ReasonCode, SolveStatus, relaxed_costs, solve_single_type
 
 
 def plan(
@@ -65,8 +66,9 @@ def plan(
     """Solve one fleet request against one catalog snapshot.
 
     The main solve (with its budget solve) and the single-type alternatives are independent;
-    with an ``executor`` they run concurrently (HiGHS releases the GIL), else one after the
-    other. The answer is the same either way. An infeasible or over-budget plan also gets its
+    with an ``executor`` they run concurrently (HiGHS releases the GIL), and the what-if
+    re-solves that price the request's constraints start as soon as the main solve is done,
+    beside the assembly; else all run one after the other. The answer is the same either way. An infeasible or over-budget plan also gets its
     relaxations and its rejections their latency floors (``relax``; each relaxation is
     planned with ``relax=False``).
     """
@@ -124,6 +126,14 @@ def _solve(
             for part in parts
         ]
         solution, budget_qps = one_vendor_solve(problem, candidates, request)
+        # The what-if re-solves need only the fleet's cost as a bound: they start now, beside
+        # the single types, instead of after the assembly.
+        labels = priced_constraints(request)
+        whatif: Future[dict[str, float]] | None = (
+            executor.submit(relaxed_costs, problem, labels, solution.usd_per_hour)
+            if labels and solution.has_fleet
+            else None
+        )
         singles = {}
         found: list[Alternative] = []
         for job in singles_jobs:
@@ -134,6 +144,7 @@ def _solve(
     else:
         solution, budget_qps = one_vendor_solve(problem, candidates, request)
         singles, alternatives = single_type_fleets(request, candidates, problem)
+        whatif = None
     if not solution.has_fleet and alternatives:
         # The policy's solves found nothing in their time limit (a single-type fleet exists,
         # so the request is feasible): the cheapest single type is within every rule.
@@ -183,7 +194,15 @@ def _solve(
         rejected=_sorted_rejections(rejected),
         max_qps_within_budget=budget_qps,
         explanation=explain(
-            request, candidates, solution, fleet, alternatives, savings, budget_qps, problem
+            request,
+            candidates,
+            solution,
+            fleet,
+            alternatives,
+            savings,
+            budget_qps,
+            problem,
+            whatif.result() if whatif is not None else None,
         )
         + ((decision_sentence(decision),) if fleet is not None else ())
         + ((redundancy_sentence(spares),) if spares is not None else ())

@@ -6,7 +6,9 @@ Public API::
     max_qps_within_budget(problem) -> float
     solve_single_type(problem, gpu_id, *, with_max_qps=False) -> FleetSolution
     cheapest_single_type(problem, *, with_max_qps=False) -> dict[str, FleetSolution]
-    relaxation_savings(problem, solution, labels=None) -> tuple[tuple[str, float], ...]
+    relaxation_savings(problem, solution, labels=None, relaxed=None)
+        -> tuple[tuple[str, float], ...]
+    relaxed_costs(problem, labels, known_usd_per_hour=None) -> dict[str, float]
     constraint_labels(problem) -> tuple[str, ...]
 
 The solver counts *units* (what is billed: one replica, or a cloud instance hosting
@@ -48,7 +50,7 @@ from service.domain.solver.problem import (
     SolveStatus,
 )
 from service.domain.solver.single_type import cheapest_single_type, solve_single_type
-from service.domain.solver.whatif import constraint_labels, relaxation_savings
+from service.domain.solver.whatif import constraint_labels, relaxation_savings, relaxed_costs
 
 __all__ = [
     "Bucket",
@@ -62,6 +64,7 @@ __all__ = [
     "constraint_labels",
     "max_qps_within_budget",
     "relaxation_savings",
+    "relaxed_costs",
     "solve_fleet",
     "solve_single_type",
 ]

@@ -53,10 +53,32 @@ def _relaxed(problem: FleetProblem, label: str) -> FleetProblem | None:
     return None
 
 
+def relaxed_costs(
+    problem: FleetProblem,
+    labels: tuple[str, ...],
+    known_usd_per_hour: float | None = None,
+) -> dict[str, float]:
+    """``label -> USD/hour`` of the cheapest fleet with that one constraint removed (budget
+    ignored; one cost-only MILP each); unknown labels and re-solves not proven optimal are left
+    out. ``known_usd_per_hour``: the cost of a fleet feasible for ``problem`` (it stays feasible
+    with any constraint removed), which bounds each re-solve without changing it."""
+    base = replace(problem, budget_usd_per_hour=None)
+    out: dict[str, float] = {}
+    for label in sorted(labels):
+        relaxed = _relaxed(base, label)
+        if relaxed is None:
+            continue
+        cheaper = solve_fleet(relaxed, cost_only=True, known_usd_per_hour=known_usd_per_hour)
+        if cheaper.status is SolveStatus.OPTIMAL:
+            out[label] = cheaper.usd_per_hour
+    return out
+
+
 def relaxation_savings(
     problem: FleetProblem,
     solution: FleetSolution,
     labels: tuple[str, ...] | None = None,
+    relaxed: dict[str, float] | None = None,
 ) -> tuple[tuple[str, float], ...]:
     """``(label, USD/hour saved)``: the cost of ``solution`` minus the cost of the cheapest
     fleet with that one constraint removed (budget ignored). 0.0 means it costs nothing.
@@ -64,18 +86,17 @@ def relaxation_savings(
     ``labels`` defaults to :func:`constraint_labels` (one MILP each); unknown labels and labels
     whose relaxed re-solve is not proven optimal are left out. Sorted by label. Only the
     relaxed fleet's cost is used, so each re-solve skips the fewest-cards stage.
+    ``relaxed``: those costs already solved (:func:`relaxed_costs` for these labels), e.g. while
+    the caller did other work.
     """
     if not solution.has_fleet:
         return ()
-    base = replace(problem, budget_usd_per_hour=None)
-    out: list[tuple[str, float]] = []
-    for label in sorted(constraint_labels(problem) if labels is None else labels):
-        relaxed = _relaxed(base, label)
-        if relaxed is None:
-            continue
+    wanted = constraint_labels(problem) if labels is None else labels
+    if relaxed is None:
         # ``solution`` stays feasible with one constraint removed: its cost bounds the search.
-        cheaper = solve_fleet(relaxed, cost_only=True, known_usd_per_hour=solution.usd_per_hour)
-        if cheaper.status is not SolveStatus.OPTIMAL:
-            continue
-        out.append((label, max(0.0, solution.usd_per_hour - cheaper.usd_per_hour)))
-    return tuple(out)
+        relaxed = relaxed_costs(problem, wanted, solution.usd_per_hour)
+    return tuple(
+        (label, max(0.0, solution.usd_per_hour - relaxed[label]))
+        for label in sorted(wanted)
+        if label in relaxed
+    )
