@@ -68,9 +68,9 @@ def plan(
     The main solve (with its budget solve) and the single-type alternatives are independent;
     with an ``executor`` they run concurrently (HiGHS releases the GIL), and the what-if
     re-solves that price the request's constraints start as soon as the main solve is done,
-    beside the assembly; else all run one after the other. The answer is the same either way. An infeasible or over-budget plan also gets its
-    relaxations and its rejections their latency floors (``relax``; each relaxation is
-    planned with ``relax=False``).
+    beside the assembly; else all run one after the other. The answer is the same either way.
+    An infeasible or over-budget plan also gets its relaxations and its rejections their
+    latency floors (``relax``; each relaxation is planned with ``relax=False``).
     """
     result, binding = _solve(request, snapshot, executor)
     if not relax or result.status not in ("infeasible", "over_budget"):
