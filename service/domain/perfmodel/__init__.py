@@ -8,6 +8,7 @@ Public API::
                         allow_pcie_tensor_parallel=False, engine_version=None) -> int | None
     resolved_engine_version(engine, version) -> str
     max_qps_under_slo(model, dep, shape, slo) -> Capacity
+    max_qps_under_slo_many(model, deps, shapes, slo) -> list[tuple[Capacity, ...]]
 
 Modules, from the card up:
 
@@ -19,13 +20,15 @@ Modules, from the card up:
 * ``memory``: the memory plan per card (weights, activations, reserve, KV pool, batch cap);
 * ``iteration``: the time of one engine iteration and the steady-state iteration mix;
 * ``queueing``: the operating point at a running batch, TTFT/TPOT/E2E means and percentiles;
+* ``lockstep``: the same load-dependent formulas on arrays (one entry per deployment and shape);
 * ``serving``: :func:`estimate` and :func:`smallest_fitting_tp`;
-* ``capacity``: :func:`max_qps_under_slo`, the largest load within an SLO.
+* ``capacity``: :func:`max_qps_under_slo`, the largest load within an SLO
+  (:func:`max_qps_under_slo_many` for many deployments and shapes at once).
 
 Pure: no I/O anywhere.
 """
 
-from service.domain.perfmodel.capacity import max_qps_under_slo
+from service.domain.perfmodel.capacity import max_qps_under_slo, max_qps_under_slo_many
 from service.domain.perfmodel.hardware import PRECISION_RULES
 from service.domain.perfmodel.serving import (
     estimate,
@@ -67,6 +70,7 @@ __all__ = [
     "Slo",
     "estimate",
     "max_qps_under_slo",
+    "max_qps_under_slo_many",
     "resolved_engine_version",
     "smallest_fitting_tp",
 ]

@@ -11,10 +11,15 @@ Requests/s and ms in the answer. Pure: no I/O.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import lru_cache
+
+import numpy as np
+import numpy.typing as npt
 
 from service.domain.errors import InvalidInput
 from service.domain.llm import ModelArch
+from service.domain.perfmodel import lockstep
 from service.domain.perfmodel.calibration import (
     Calibration,
     EngineProfile,
@@ -27,6 +32,8 @@ from service.domain.perfmodel.engine_limits import card_profile
 from service.domain.perfmodel.queueing import (
     OperatingPoint,
     e2e_q,
+    effective_output,
+    normal_quantile,
     operating_point,
     tpot_q,
     ttft_q,
@@ -34,7 +41,12 @@ from service.domain.perfmodel.queueing import (
 from service.domain.perfmodel.serving import batch_caps, check_request, fit_reason
 from service.domain.perfmodel.values import Capacity, Deployment, RequestShape, Slo
 
-__all__ = ["latency_floor", "max_qps_under_slo", "max_qps_under_slo_with"]
+__all__ = [
+    "latency_floor",
+    "max_qps_under_slo",
+    "max_qps_under_slo_many",
+    "max_qps_under_slo_with",
+]
 
 
 def _slo_metrics(s: Setup, op: OperatingPoint, q: float) -> tuple[float, float, float]:
@@ -78,26 +90,24 @@ def _check_slo(slo: Slo) -> None:
             raise InvalidInput(f"slo.{name} must be positive, got {v}", field=f"slo.{name}")
 
 
-def _zero_load_failure(
-    s: Setup, slo: Slo, lone: OperatingPoint, one: OperatingPoint
-) -> Capacity | None:
-    """A zero capacity with its reason when even a lone request (TTFT, E2E) or batch 1 (TPOT)
-    breaks the SLO; ``None`` otherwise."""
-    ttft0 = lone.s1 + s.ttft_oh_s
+def _zero_load_failure(slo: Slo, ttft0: float, tau0: float, n_dec: int) -> Capacity | None:
+    """A zero capacity with its reason when even a lone request (TTFT ``ttft0``, E2E) or batch
+    1 (TPOT ``tau0``; ``n_dec`` decode iterations) breaks the SLO; ``None`` otherwise.
+    Seconds in, ms in the answer."""
     if slo.ttft_ms is not None and ttft0 * 1e3 > slo.ttft_ms:
         return Capacity(
-            0.0, ttft0 * 1e3, one.tau0 * 1e3, (ttft0 + one.n_dec * one.tau0) * 1e3, 0.0, "ttft",
+            0.0, ttft0 * 1e3, tau0 * 1e3, (ttft0 + n_dec * tau0) * 1e3, 0.0, "ttft",
             f"TTFT at zero load is {ttft0 * 1e3:.1f} ms > SLO {slo.ttft_ms:g} ms",
         )  # fmt: skip
-    if slo.tpot_ms is not None and one.tau0 * 1e3 > slo.tpot_ms:
+    if slo.tpot_ms is not None and tau0 * 1e3 > slo.tpot_ms:
         return Capacity(
-            0.0, ttft0 * 1e3, one.tau0 * 1e3, (ttft0 + one.n_dec * one.tau0) * 1e3, 0.0, "tpot",
-            f"TPOT at batch 1 is {one.tau0 * 1e3:.1f} ms > SLO {slo.tpot_ms:g} ms",
+            0.0, ttft0 * 1e3, tau0 * 1e3, (ttft0 + n_dec * tau0) * 1e3, 0.0, "tpot",
+            f"TPOT at batch 1 is {tau0 * 1e3:.1f} ms > SLO {slo.tpot_ms:g} ms",
         )  # fmt: skip
-    e2e0 = ttft0 + one.n_dec * one.tau0
+    e2e0 = ttft0 + n_dec * tau0
     if slo.e2e_ms is not None and e2e0 * 1e3 > slo.e2e_ms:
         return Capacity(
-            0.0, ttft0 * 1e3, one.tau0 * 1e3, e2e0 * 1e3, 0.0, "e2e",
+            0.0, ttft0 * 1e3, tau0 * 1e3, e2e0 * 1e3, 0.0, "e2e",
             f"E2E latency at zero load is {e2e0 * 1e3:.1f} ms > SLO {slo.e2e_ms:g} ms",
         )  # fmt: skip
     return None
@@ -153,7 +163,7 @@ def max_qps_under_slo_with(
     # zero load: one request alone
     lone = operating_point(s, 1e-6, l_in, l_out)
     one = operating_point(s, min(1.0, b_max), l_in, l_out)
-    failure = _zero_load_failure(s, slo, lone, one)
+    failure = _zero_load_failure(slo, lone.s1 + s.ttft_oh_s, one.tau0, one.n_dec)
     if failure is not None:
         return failure
     top = operating_point(s, b_max, l_in, l_out)
@@ -166,7 +176,28 @@ def max_qps_under_slo_with(
     return _bisect_batch(s, slo, q, l_in, l_out, lone, b_max, bind)
 
 
-@lru_cache(maxsize=4096)
+MEMO_SIZE = 8192
+"""Capacities kept (both entry points share them; emptied when full)."""
+
+_MEMO: dict[tuple[ModelArch, Deployment, RequestShape, Slo], Capacity] = {}
+
+
+def _remember(key: tuple[ModelArch, Deployment, RequestShape, Slo], cap: Capacity) -> None:
+    if len(_MEMO) >= MEMO_SIZE:
+        _MEMO.clear()
+    _MEMO[key] = cap
+
+
+def _engine_setup(model: ModelArch, dep: Deployment) -> Setup:
+    """The setup of ``dep`` with its engine's defaults on this card and the default
+    calibration (with the deployment's correction)."""
+    cal = default_calibration()
+    build = resolve_profile(dep.engine, dep.engine_version).profile
+    cal = with_correction(cal, dep, build.constants)
+    profile = card_profile(model, dep, build, cal)
+    return build_setup(model, dep, profile, cal)
+
+
 def max_qps_under_slo(model: ModelArch, dep: Deployment, shape: RequestShape, slo: Slo) -> Capacity:
     """Largest Poisson arrival rate (requests/s) one replica sustains with TTFT, TPOT and E2E at
     ``slo.percentile`` within the limits, and the latencies there (see module docstring).
@@ -175,14 +206,143 @@ def max_qps_under_slo(model: ModelArch, dep: Deployment, shape: RequestShape, sl
     ``qps == 0`` with a ``reason`` when even zero load fails: "does not fit: ...", "TTFT at zero
     load is X ms > SLO Y ms", "TPOT at batch 1 is X ms > SLO Y ms". ``limited_by`` names the
     binding limit, or the cap (``kv_capacity``, ``engine_batch_cap``, ``token_budget``) when no
-    latency limit binds. Memoised.
+    latency limit binds. Memoised (with :func:`max_qps_under_slo_many`).
     """
+    key = (model, dep, shape, slo)
+    hit = _MEMO.get(key)
+    if hit is not None:
+        return hit
     check_request(shape, dep)
     cal = default_calibration()
     build = resolve_profile(dep.engine, dep.engine_version).profile
     cal = with_correction(cal, dep, build.constants)
     profile = card_profile(model, dep, build, cal)
-    return max_qps_under_slo_with(model, dep, shape, slo, profile, cal)
+    cap = max_qps_under_slo_with(model, dep, shape, slo, profile, cal)
+    _remember(key, cap)
+    return cap
+
+
+def max_qps_under_slo_many(
+    model: ModelArch, deps: Sequence[Deployment], shapes: Sequence[RequestShape], slo: Slo
+) -> list[tuple[Capacity, ...]]:
+    """:func:`max_qps_under_slo` of every deployment (rows) for every shape (columns), the
+    searches not already memoised advancing in lockstep on arrays (``lockstep``): the same
+    zero-load checks, cap and bisection per (deployment, shape), in one pass per step for all.
+    Same answers as one call each, to the last bit of a library ``log``; memoised alike."""
+    _check_slo(slo)
+    found: dict[tuple[int, int], Capacity] = {}
+    todo: list[tuple[int, int, Setup]] = []
+    for i, dep in enumerate(deps):
+        s: Setup | None = None
+        for j, shape in enumerate(shapes):
+            hit = _MEMO.get((model, dep, shape, slo))
+            if hit is not None:
+                found[i, j] = hit
+                continue
+            check_request(shape, dep)
+            if s is None:
+                s = _engine_setup(model, dep)
+            reason = fit_reason(s, dep, model, shape)
+            if reason:
+                found[i, j] = Capacity(
+                    0.0, 0.0, 0.0, 0.0, 0.0, "does_not_fit", f"does not fit: {reason}"
+                )
+                _remember((model, dep, shape, slo), found[i, j])
+            else:
+                todo.append((i, j, s))
+    if todo:
+        searched = _search_lanes(
+            [s for _, _, s in todo],
+            [(shapes[j].prompt_tokens, shapes[j].output_tokens) for _, j, _ in todo],
+            slo,
+        )
+        for (i, j, _), cap in zip(todo, searched, strict=True):
+            found[i, j] = cap
+            _remember((model, deps[i], shapes[j], slo), cap)
+    return [tuple(found[i, j] for j in range(len(shapes))) for i in range(len(deps))]
+
+
+_LIMITS = ("", "ttft", "tpot", "e2e")
+
+
+def _search_lanes(
+    setups: Sequence[Setup], shapes: Sequence[tuple[int, int]], slo: Slo
+) -> list[Capacity]:
+    """:func:`max_qps_under_slo_with`'s search after the fit check, for every lane at once."""
+    q = slo.percentile / 100.0
+    z = normal_quantile(q)
+    limits = (slo.ttft_ms, slo.tpot_ms, slo.e2e_ms)
+    caps = [batch_caps(s, l_in, l_out) for s, (l_in, l_out) in zip(setups, shapes, strict=True)]
+    b_max = np.array([float(c.b_max) for c in caps])
+    ln = lockstep.lanes(setups, shapes)
+    lone = lockstep.points(ln, np.full(len(caps), 1e-6))
+    one = lockstep.points(ln, np.minimum(1.0, b_max))
+    ttft0 = (lone.s1 + ln.ttft_oh).tolist()
+    tau0 = one.tau0.tolist()
+    top = lockstep.points(ln, b_max)
+    m_top = lockstep.quantiles(ln, top, q, z)
+    code_top = lockstep.broken_codes(m_top, limits)
+    out: list[Capacity | None] = [None] * len(caps)
+    search: list[int] = []
+    top_cap = _capacities(top, m_top, [c.limited_by for c in caps])
+    for k, code in enumerate(code_top.tolist()):
+        failure = _zero_load_failure(slo, ttft0[k], tau0[k], effective_output(shapes[k][1]) - 1)
+        if failure is not None:
+            out[k] = failure
+        elif code == 0:
+            out[k] = top_cap[k]
+        else:
+            search.append(k)
+    if search:
+        idx = np.array(search)
+        sub = lockstep.take(ln, idx)
+        found = _bisect_lanes(sub, b_max[idx], code_top[idx], q, z, limits)
+        for k, cap in zip(search, found, strict=True):
+            out[k] = cap
+    return [c for c in out if c is not None]
+
+
+def _bisect_lanes(
+    ln: lockstep.Lanes,
+    b_max: npt.NDArray[np.float64],
+    bind: npt.NDArray[np.int64],
+    q: float,
+    z: float,
+    limits: tuple[float | None, float | None, float | None],
+) -> list[Capacity]:
+    """:func:`_bisect_batch` for every lane at once: each lane takes the same steps as alone
+    and stops where it would."""
+    lo = np.full(b_max.shape, 1e-6)
+    hi = b_max.copy()
+    active = np.ones(b_max.shape, dtype=np.bool_)
+    for _ in range(40):
+        mid = np.where(hi > 1e3 * lo, np.sqrt(lo * hi), 0.5 * (lo + hi))
+        code = lockstep.broken_codes(lockstep.quantiles(ln, lockstep.points(ln, mid), q, z), limits)
+        broken = active & (code > 0)
+        held = active & (code == 0)
+        hi = np.where(broken, mid, hi)
+        bind = np.where(broken, code, bind)
+        lo = np.where(held, mid, lo)
+        active &= hi - lo > 1e-3 * hi
+        if not active.any():
+            break
+    at = lockstep.points(ln, lo)
+    return _capacities(at, lockstep.quantiles(ln, at, q, z), [_LIMITS[c] for c in bind.tolist()])
+
+
+def _capacities(
+    pt: lockstep.Points,
+    m: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]],
+    limited_by: Sequence[str],
+) -> list[Capacity]:
+    """One :class:`Capacity` per lane: arrival rate, percentiles (ms) and batch at ``pt``."""
+    return [
+        Capacity(lam, ttft * 1e3, tpot * 1e3, e2e * 1e3, b, why)
+        for lam, ttft, tpot, e2e, b, why in zip(
+            pt.lam.tolist(), m[0].tolist(), m[1].tolist(), m[2].tolist(), pt.b.tolist(),
+            limited_by, strict=True,
+        )
+    ]  # fmt: skip
 
 
 FLOOR_BATCH = 1.0

@@ -75,6 +75,7 @@ __all__ = [
     "e2e_q",
     "effective_output",
     "latency_percentiles",
+    "normal_quantile",
     "operating_point",
     "prompt_waves",
     "residual_q",
@@ -85,7 +86,7 @@ __all__ = [
 
 
 @lru_cache(maxsize=64)
-def _z(q: float) -> float:
+def normal_quantile(q: float) -> float:
     """Standard-normal quantile ``z_q`` (``statistics.NormalDist``), memoised per ``q``."""
     return NormalDist().inv_cdf(q)
 
@@ -250,7 +251,7 @@ def tpot_q(op: OperatingPoint, q: float) -> float:
     or every iteration carrying prompts; the clamp also keeps the approximation monotone in
     the share ``f`` near ``f = 1``)."""
     spread = (op.tau1 - op.tau0) * math.sqrt(op.f * (1.0 - op.f) / op.n_dec)
-    return min(max(op.tau + _z(q) * spread, op.tau0), max(op.tau1, op.tau))
+    return min(max(op.tau + normal_quantile(q) * spread, op.tau0), max(op.tau1, op.tau))
 
 
 def e2e_q(s: Setup, op: OperatingPoint, q: float) -> float:

@@ -17,7 +17,7 @@ from service.domain.perfmodel import (
     Capacity,
     Deployment,
     RequestShape,
-    max_qps_under_slo,
+    max_qps_under_slo_many,
 )
 from service.domain.perfmodel.hardware import calibration_group
 from service.domain.perfmodel.headroom import ModelHeadroom, model_error_headroom
@@ -104,11 +104,28 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
     items: dict[str, Candidate] = {}
     rejected: dict[str, Rejection] = {}
     gpus = allowed_gpus(request, snapshot)
+    priced: list[tuple[GpuSpec, list[Offer]]] = []
     for gpu in gpus:
         offers, why = gpu_offers(snapshot, gpu, c, request.policy.default_providers)
-        if not offers:
+        if offers:
+            priced.append((gpu, offers))
+        else:
             rejected[gpu.id] = Rejection(gpu.id, "no_price", why or "no price")
-            continue
+    tps = sorted(set(c.tensor_parallel))
+    deps = {
+        (gpu.id, tp): deployment(request, gpu, tp)
+        for gpu, _ in priced
+        for tp in tps
+        if tp <= gpu.nvlink_domain or c.allow_pcie_tensor_parallel
+    }
+    capacities = dict(
+        zip(
+            deps,
+            max_qps_under_slo_many(request.model.arch, list(deps.values()), shapes, request.slo),
+            strict=True,
+        )
+    )
+    for gpu, offers in priced:
         margin = (
             model_error_headroom(gpu, request.engine, request.engine_version)
             if c.headroom is None
@@ -119,12 +136,12 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
         slo_reason: str | None = None
         shape_reason: str | None = None
         topology_limited = False
-        for tp in sorted(set(c.tensor_parallel)):
-            if tp > gpu.nvlink_domain and not c.allow_pcie_tensor_parallel:
+        for tp in tps:
+            if (gpu.id, tp) not in deps:
                 topology_limited = True
                 continue
-            dep = deployment(request, gpu, tp)
-            caps = tuple(max_qps_under_slo(request.model.arch, dep, s, request.slo) for s in shapes)
+            dep = deps[gpu.id, tp]
+            caps = capacities[gpu.id, tp]
             if all(cap.qps <= 0 for cap in caps):
                 reason = caps[0].reason or f"cannot serve at tensor_parallel={tp}"
                 if caps[0].limited_by == "does_not_fit":

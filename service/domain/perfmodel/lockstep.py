@@ -1,0 +1,212 @@
+"""The load-dependent formulas of ``iteration`` and ``queueing`` on arrays: one entry (a *lane*)
+per (deployment, request shape), so that the capacity searches of a whole plan advance together
+(``capacity.max_qps_under_slo_many``) instead of one Python call per operating point.
+
+Each function mirrors its scalar counterpart operation for operation (same formulas, same
+order of floating-point operations, branches as ``numpy.where``), so a lane's numbers are those
+of ``queueing.operating_point`` and the percentile functions at the same running batch, up to
+the last bit of a library ``log``/``pow``. Seconds and requests/s, as in ``queueing``.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+import numpy.typing as npt
+
+from service.domain.perfmodel.coefficients import Setup
+from service.domain.perfmodel.iteration import mean_context
+from service.domain.perfmodel.memory import token_budget
+from service.domain.perfmodel.queueing import effective_output
+
+__all__ = ["Lanes", "Points", "broken_codes", "lanes", "points", "quantiles", "take"]
+
+Array = npt.NDArray[np.float64]
+
+_NO_ALGORITHM = 1e30  # padding for lanes with fewer all-reduce algorithms (never the fastest)
+
+
+@dataclass(frozen=True, slots=True)
+class Lanes:
+    """Per-lane constants: the :class:`~service.domain.perfmodel.coefficients.Setup` fields
+    the iteration time reads, and the shape's lengths (``lo`` the effective output, ``n_dec``
+    its decode iterations, ``c`` the mean context, ``budget`` the token budget)."""
+
+    g_dense: Array
+    g_head: Array
+    w_dense: Array
+    top_k: Array
+    n_exp: Array
+    w_exp: Array
+    g_exp: Array
+    window: Array
+    kv_ctx: Array
+    kv_win: Array
+    ad_ctx: Array
+    ad_win: Array
+    pf: Array
+    pf_win: Array
+    n_coll: Array
+    coll_lat: Array
+    coll_tok: Array
+    oh_step: Array
+    cpu_seq: Array
+    ttft_oh: Array
+    chunked: npt.NDArray[np.bool_]
+    l_in: Array
+    n_dec: Array
+    c: Array
+    budget: Array
+
+
+def lanes(setups: Sequence[Setup], shapes: Sequence[tuple[int, int]]) -> Lanes:
+    """Lanes for ``setups[i]`` serving prompts/outputs ``shapes[i]`` (tokens)."""
+    width = max((len(s.coll) for s in setups), default=0) or 1
+    lat = np.full((len(setups), width), _NO_ALGORITHM)
+    tok = np.zeros((len(setups), width))
+    for i, s in enumerate(setups):
+        for j, (a, b) in enumerate(s.coll):
+            lat[i, j] = a
+            tok[i, j] = b
+    outs = [effective_output(o) for _, o in shapes]
+
+    def col(name: str) -> Array:
+        return np.array([float(getattr(s, name)) for s in setups])
+
+    return Lanes(
+        g_dense=col("g_dense_tok_s"),
+        g_head=col("g_head_tok_s"),
+        w_dense=col("w_dense_s"),
+        # a dense model as one always-hit expert of zero cost: the routed terms add 0.0
+        top_k=np.array([float(s.top_k) if s.n_exp else 0.0 for s in setups]),
+        n_exp=np.array([float(s.n_exp) if s.n_exp else 1.0 for s in setups]),
+        w_exp=np.array([s.w_exp_s if s.n_exp else 0.0 for s in setups]),
+        g_exp=np.array([s.g_exp_tok_s if s.n_exp else 0.0 for s in setups]),
+        window=col("window"),
+        kv_ctx=col("kv_ctx_s"),
+        kv_win=col("kv_win_ctx_s"),
+        ad_ctx=col("attn_dec_ctx_s"),
+        ad_win=col("attn_dec_win_s"),
+        pf=col("attn_pf_s"),
+        pf_win=col("attn_pf_win_s"),
+        n_coll=col("n_coll"),
+        coll_lat=lat,
+        coll_tok=tok,
+        oh_step=col("oh_step_s"),
+        cpu_seq=col("cpu_seq_s"),
+        ttft_oh=col("ttft_oh_s"),
+        chunked=np.array([s.chunked for s in setups], dtype=np.bool_),
+        l_in=np.array([float(i) for i, _ in shapes]),
+        n_dec=np.array([float(o - 1) for o in outs]),
+        c=np.array([mean_context(i, o) for (i, _), o in zip(shapes, outs, strict=True)]),
+        budget=np.array(
+            [token_budget(s, i, o) for s, (i, _), o in zip(setups, shapes, outs, strict=True)]
+        ),
+    )
+
+
+def take(ln: Lanes, idx: npt.NDArray[np.intp]) -> Lanes:
+    """The lanes at positions ``idx``."""
+    return Lanes(*(getattr(ln, f.name)[idx] for f in fields(Lanes)))
+
+
+def _iteration_time(ln: Lanes, b: Array, p: Array) -> Array:
+    """``iteration.iteration_time`` per lane at context ``ln.c`` for prompts of ``ln.l_in``."""
+    tok = b + p
+    logits = b + np.where(p > 0.0, p / ln.l_in, 0.0)
+    gemm = ln.g_dense * tok + ln.g_head * logits
+    t = np.maximum(ln.w_dense, gemm)
+    frac = np.where(tok > 0.0, 1.0 - (1.0 - ln.top_k / ln.n_exp) ** tok, 0.0)
+    t = t + np.maximum(ln.w_exp * frac, ln.g_exp * tok)
+    cw = np.minimum(ln.c, ln.window)
+    kv = b * (ln.kv_ctx * ln.c + ln.kv_win * cw)
+    ad = b * (ln.ad_ctx * ln.c + ln.ad_win * cw)
+    t = t + np.maximum(kv, ad)
+    lw = np.minimum(ln.l_in, 2.0 * ln.window)
+    t = t + p * (ln.pf * ln.l_in + ln.pf_win * lw)
+    best = np.min(ln.coll_lat + ln.coll_tok * tok[:, None], axis=1)
+    t = t + np.where(ln.n_coll > 0.0, ln.n_coll * best, 0.0)
+    t = t + ln.oh_step
+    return np.maximum(t, ln.cpu_seq * b)
+
+
+@dataclass(frozen=True, slots=True)
+class Points:
+    """``queueing.OperatingPoint`` fields per lane (the ones the percentiles read)."""
+
+    b: Array
+    lam: Array
+    tau0: Array
+    tau: Array
+    tau1: Array
+    f: Array
+    service: Array
+    residual: Array
+    s1: Array
+    rho: Array
+    ttft: Array
+    busy: Array
+
+
+def points(ln: Lanes, b: Array) -> Points:
+    """``queueing.operating_point`` per lane at running batch ``b`` (``iteration_mix`` inside)."""
+    b = np.maximum(b, 1e-9)
+    room = np.maximum(ln.budget - b, 1.0)
+    short = room < ln.l_in
+    n_ch = np.where(ln.chunked & short, np.ceil(ln.l_in / np.maximum(room, 256.0)), 1.0)
+    room = np.where(~ln.chunked & short, ln.l_in, room)
+    chunk = ln.l_in / n_ch
+    demand = b * n_ch / ln.n_dec
+    tau0 = _iteration_time(ln, b, np.zeros_like(b))
+    fluid = demand >= 1.0
+    tau1 = _iteration_time(ln, b, np.where(fluid, demand * chunk, chunk))
+    f = np.where(fluid, 1.0, demand)
+    tau = (1.0 - f) * tau0 + f * tau1
+    residual = ((1.0 - f) * tau0 * tau0 + f * tau1 * tau1) / (2.0 * tau)
+    s1 = n_ch * tau1
+    service = tau1 * ln.l_in / room
+    lam = b / (ln.n_dec * tau)
+    rho = np.minimum(lam * service, 0.999999)
+    busy = -np.expm1(-b)
+    wait = rho * service / (2.0 * (1.0 - rho)) + busy * residual
+    return Points(
+        b, lam, tau0, tau, tau1, f, service, residual, s1, rho, s1 + wait + ln.ttft_oh, busy
+    )
+
+
+def quantiles(ln: Lanes, pt: Points, q: float, z: float) -> tuple[Array, Array, Array]:
+    """(TTFT, TPOT, E2E) at percentile ``q`` (0-1; ``z`` its normal quantile) per lane,
+    seconds: ``queueing.ttft_q``, ``tpot_q`` and ``e2e_q``."""
+    queued = (pt.rho > 1.0 - q) & (pt.service > 0.0)
+    ratio = np.where(queued, pt.rho / (1.0 - q), 1.0)
+    w = np.where(queued, pt.service * np.log(ratio) / (2.0 * (1.0 - pt.rho)), 0.0)
+    idle = 1.0 - pt.busy
+    waits = (q > idle) & (pt.busy > 0.0)
+    resid = np.where(waits, 2.0 * pt.residual * (q - idle) / np.where(waits, pt.busy, 1.0), 0.0)
+    ttft = pt.s1 + w + resid + ln.ttft_oh
+    spread = (pt.tau1 - pt.tau0) * np.sqrt(pt.f * (1.0 - pt.f) / ln.n_dec)
+    tpot = np.minimum(np.maximum(pt.tau + z * spread, pt.tau0), np.maximum(pt.tau1, pt.tau))
+    mean = pt.ttft + ln.n_dec * pt.tau
+    d1 = ttft - pt.ttft
+    d2 = ln.n_dec * (tpot - pt.tau)
+    if q <= 0.5:
+        e2e = mean + np.minimum(d1, 0.0) + np.minimum(d2, 0.0)
+    else:
+        e2e = mean + np.hypot(np.maximum(d1, 0.0), np.maximum(d2, 0.0))
+    return ttft, tpot, e2e
+
+
+def broken_codes(
+    metrics: tuple[Array, Array, Array], limits_ms: tuple[float | None, float | None, float | None]
+) -> npt.NDArray[np.int64]:
+    """Per lane, 1 + the index of the first limit (TTFT, TPOT, E2E; milliseconds compared as
+    ``capacity`` does) the metrics break, 0 when all hold."""
+    code = np.zeros(metrics[0].shape, dtype=np.int64)
+    for k in (2, 1, 0):
+        limit = limits_ms[k]
+        if limit is not None:
+            code = np.where(metrics[k] * 1e3 > limit, k + 1, code)
+    return code
