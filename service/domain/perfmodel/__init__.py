@@ -9,6 +9,7 @@ Public API::
     resolved_engine_version(engine, version) -> str
     max_qps_under_slo(model, dep, shape, slo) -> Capacity
     max_qps_under_slo_many(model, deps, shapes, slo) -> list[tuple[Capacity, ...]]
+    percentiles_at_rates(model, loads, percentile) -> list[tuple[float, float]]
 
 Modules, from the card up:
 
@@ -23,11 +24,13 @@ Modules, from the card up:
 * ``lockstep``: the same load-dependent formulas on arrays (one entry per deployment and shape);
 * ``serving``: :func:`estimate` and :func:`smallest_fitting_tp`;
 * ``capacity``: :func:`max_qps_under_slo`, the largest load within an SLO
-  (:func:`max_qps_under_slo_many` for many deployments and shapes at once).
+  (:func:`max_qps_under_slo_many` for many deployments and shapes at once);
+* ``at_rate``: :func:`percentiles_at_rates`, TTFT and TPOT of many replicas at given rates.
 
 Pure: no I/O anywhere.
 """
 
+from service.domain.perfmodel.at_rate import percentiles_at_rates
 from service.domain.perfmodel.capacity import max_qps_under_slo, max_qps_under_slo_many
 from service.domain.perfmodel.hardware import PRECISION_RULES
 from service.domain.perfmodel.serving import (
@@ -71,6 +74,7 @@ __all__ = [
     "estimate",
     "max_qps_under_slo",
     "max_qps_under_slo_many",
+    "percentiles_at_rates",
     "resolved_engine_version",
     "smallest_fitting_tp",
 ]

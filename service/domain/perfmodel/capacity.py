@@ -42,6 +42,7 @@ from service.domain.perfmodel.serving import batch_caps, check_request, fit_reas
 from service.domain.perfmodel.values import Capacity, Deployment, RequestShape, Slo
 
 __all__ = [
+    "engine_setup",
     "latency_floor",
     "max_qps_under_slo",
     "max_qps_under_slo_many",
@@ -188,7 +189,7 @@ def _remember(key: tuple[ModelArch, Deployment, RequestShape, Slo], cap: Capacit
     _MEMO[key] = cap
 
 
-def _engine_setup(model: ModelArch, dep: Deployment) -> Setup:
+def engine_setup(model: ModelArch, dep: Deployment) -> Setup:
     """The setup of ``dep`` with its engine's defaults on this card and the default
     calibration (with the deployment's correction)."""
     cal = default_calibration()
@@ -241,7 +242,7 @@ def max_qps_under_slo_many(
                 continue
             check_request(shape, dep)
             if s is None:
-                s = _engine_setup(model, dep)
+                s = engine_setup(model, dep)
             reason = fit_reason(s, dep, model, shape)
             if reason:
                 found[i, j] = Capacity(

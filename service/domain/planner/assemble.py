@@ -2,7 +2,8 @@
 the SLO percentile, cost) and fleet-wide totals."""
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
@@ -11,7 +12,7 @@ from service.domain.perfmodel import (
     Deployment,
     RequestShape,
     Slo,
-    estimate,
+    percentiles_at_rates,
 )
 from service.domain.planner.candidates import Candidate, Candidates
 from service.domain.planner.request import PlanRequest
@@ -38,10 +39,10 @@ def single_type_fleets(
     """The cheapest fleet of each GPU type alone (of ``gpus`` only, when given), solved and
     assembled (sorted by cost: :func:`by_cost`)."""
     singles = cheapest_single_type(problem, gpus=gpus)
+    found = [(gpu, sol) for gpu, sol in singles.items() if sol.has_fleet]
+    fleets = assemble_fleets(request, candidates, [sol for _, sol in found], with_capacity=False)
     alternatives = by_cost(
-        Alternative(gpu, assemble_fleet(request, candidates, sol, with_capacity=False))
-        for gpu, sol in singles.items()
-        if sol.has_fleet
+        Alternative(gpu, fleet) for (gpu, _), fleet in zip(found, fleets, strict=True)
     )
     return singles, alternatives
 
@@ -59,26 +60,96 @@ def assemble_fleet(
     with_capacity: bool = True,
 ) -> Fleet:
     """Fleet lines of a solution; ``with_capacity`` adds the fleet-wide capacity (one LP)."""
+    return assemble_fleets(request, candidates, [solution], with_capacity=with_capacity)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class _Draft:
+    """One fleet line before its latencies: the option, its units and the load it carries
+    (requests/s per bucket key, after headroom), the share of its time that load takes."""
+
+    cand: Candidate
+    units: int
+    per_bucket: dict[str, float]
+    utilization: float
+
+
+def assemble_fleets(
+    request: PlanRequest,
+    candidates: Candidates,
+    solutions: Sequence[FleetSolution],
+    *,
+    with_capacity: bool = True,
+) -> list[Fleet]:
+    """:func:`assemble_fleet` of each solution; the latencies of all their lines are solved
+    together (``perfmodel.percentiles_at_rates``)."""
+    drafts = [_drafts(request, candidates, sol) for sol in solutions]
+    loads = [_line_loads(request, d) for fleet in drafts for d in fleet]
+    flat = [load for line in loads for load in line]
+    latencies = iter(
+        percentiles_at_rates(request.model.arch, flat, latency_percentile(request.slo))
+    )
+    worst = []
+    for line in loads:
+        got = [next(latencies) for _ in line]
+        worst.append((max(0.0, *(a for a, _ in got)), max(0.0, *(b for _, b in got))))
+    at = iter(worst)
+    return [
+        _fleet(request, candidates, sol, fleet, [next(at) for _ in fleet], with_capacity)
+        for sol, fleet in zip(solutions, drafts, strict=True)
+    ]
+
+
+def _drafts(request: PlanRequest, candidates: Candidates, solution: FleetSolution) -> list[_Draft]:
     headroom = 1.0 + (request.constraints.headroom or 0.0)
     served: dict[str, dict[str, float]] = {}
     for bucket_key, option_key, rate in solution.served_qps:
         served.setdefault(option_key, {})[bucket_key] = rate / headroom
     bucket_index = {b.key: i for i, b in enumerate(request.buckets)}
-    lines = []
+    drafts = []
     for option_key, units in solution.units:
         cand = candidates.items[option_key]
         per_bucket = served.get(option_key, {})
-        replicas = units * cand.replicas_per_unit
         time_share = sum(
             rate / cand.model_capacity_qps(bucket_index[b]) for b, rate in per_bucket.items()
         )
-        utilization = time_share / units if units else 0.0
-        assigned = math.fsum(per_bucket.values())
-        if utilization > 0:
-            capacity = assigned / utilization
+        drafts.append(_Draft(cand, units, per_bucket, time_share / units if units else 0.0))
+    return drafts
+
+
+def _line_loads(
+    request: PlanRequest, draft: _Draft
+) -> list[tuple[Deployment, RequestShape, float]]:
+    """The (deployment, shape, rate) of one replica of a line for each shape it serves.
+
+    A replica serving several shapes time-shares; each shape is evaluated at the rate that uses
+    the same share of its capacity (``utilization * capacity``), the load the line runs at.
+    """
+    loads = []
+    for bucket_key in draft.per_bucket or {request.buckets[0].key: 0.0}:
+        i = next(k for k, b in enumerate(request.buckets) if b.key == bucket_key)
+        shape = RequestShape(request.buckets[i].prompt_tokens, request.buckets[i].output_tokens)
+        rate = max(draft.utilization, 1e-6) * draft.cand.replica_capacity[i].qps
+        loads.append((draft.cand.deployment, shape, rate))
+    return loads
+
+
+def _fleet(
+    request: PlanRequest,
+    candidates: Candidates,
+    solution: FleetSolution,
+    drafts: list[_Draft],
+    latencies: list[tuple[float, float]],
+    with_capacity: bool,
+) -> Fleet:
+    lines = []
+    for d, (ttft, tpot) in zip(drafts, latencies, strict=True):
+        cand, units = d.cand, d.units
+        assigned = math.fsum(d.per_bucket.values())
+        if d.utilization > 0:
+            capacity = assigned / d.utilization
         else:
             capacity = units * max(cand.model_capacity_qps(i) for i in range(len(request.buckets)))
-        ttft, tpot = line_latency(request, cand, per_bucket, utilization, bucket_index)
         lines.append(
             FleetLine(
                 gpu=cand.option.gpu_id,
@@ -87,7 +158,7 @@ def assemble_fleet(
                 instance_type=cand.offer.instance_type,
                 pricing=cand.offer.pricing,
                 tensor_parallel=cand.deployment.tensor_parallel,
-                replicas=replicas,
+                replicas=units * cand.replicas_per_unit,
                 instances=units if cand.offer.cards_per_instance else 0,
                 cards=units * cand.option.cards_per_unit,
                 usd_per_hour=units * cand.option.usd_per_hour,
@@ -95,8 +166,8 @@ def assemble_fleet(
                 assigned_qps=assigned,
                 ttft_ms=ttft,
                 tpot_ms=tpot,
-                utilization=utilization,
-                buckets=tuple(sorted(per_bucket.items())),
+                utilization=d.utilization,
+                buckets=tuple(sorted(d.per_bucket.items())),
                 provider_kind=provider_kind(cand.offer.provider, cand.offer.instance_type),
                 price_observed_at=cand.offer.observed_at,
             )
@@ -110,48 +181,13 @@ def assemble_fleet(
     )
 
 
-def line_latency(
-    request: PlanRequest,
-    cand: Candidate,
-    per_bucket: dict[str, float],
-    utilization: float,
-    bucket_index: dict[str, int],
-) -> tuple[float, float]:
-    """Worst TTFT and TPOT at the SLO percentile over the shapes the line serves.
-
-    A replica serving several shapes time-shares; each shape is evaluated at the rate that uses
-    the same share of its capacity (``utilization * capacity``), the load the line runs at.
-    """
-    worst_ttft = 0.0
-    worst_tpot = 0.0
-    for bucket_key in per_bucket or {request.buckets[0].key: 0.0}:
-        i = bucket_index[bucket_key]
-        shape = RequestShape(request.buckets[i].prompt_tokens, request.buckets[i].output_tokens)
-        rate = max(utilization, 1e-6) * cand.replica_capacity[i].qps
-        ttft, tpot = latency_at(request, cand.deployment, shape, rate, request.slo)
-        worst_ttft = max(worst_ttft, ttft)
-        worst_tpot = max(worst_tpot, tpot)
-    return worst_ttft, worst_tpot
-
-
-def latency_at(
-    request: PlanRequest, dep: Deployment, shape: RequestShape, qps: float, slo: Slo
-) -> tuple[float, float]:
-    """TTFT and TPOT (ms) at the SLO percentile for one replica under ``qps``."""
-    est = estimate(request.model.arch, dep, shape, qps=qps)
-    lat = est.latency
-    if lat is None:
-        return est.ttft_ms, est.tpot_ms
-    table = {
-        50.0: (lat.ttft_p50_ms, lat.tpot_p50_ms),
-        90.0: (lat.ttft_p90_ms, lat.tpot_p90_ms),
-        95.0: (lat.ttft_p95_ms, lat.tpot_p95_ms),
-        99.0: (lat.ttft_p99_ms, lat.tpot_p99_ms),
-    }
+def latency_percentile(slo: Slo) -> float:
+    """The percentile a line's latencies are reported at: the SLO's, rounded up to one of
+    50, 90, 95 and 99 (99 above that)."""
     for p in _PERCENTILES:
         if slo.percentile <= p:
-            return table[p]
-    return table[99.0]
+            return p
+    return _PERCENTILES[-1]
 
 
 def _model_caps(cand: Candidate) -> tuple[float, ...]:

@@ -1,21 +1,27 @@
-"""The capacity searches run in lockstep on arrays give each (deployment, shape) the answer of
-its own scalar search: same limit, same reason, same numbers."""
+"""The searches run in lockstep on arrays give each (deployment, shape) the answer of its own
+scalar search: capacities (same limit, same reason, same numbers) and latencies at a rate."""
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
 
+from service.domain.catalog import GpuSpec
 from service.domain.errors import InvalidInput
 from service.domain.llm import PRESETS
 from service.domain.perfmodel import (
     Capacity,
     Deployment,
+    Engine,
+    Precision,
     RequestShape,
     Slo,
+    estimate,
     max_qps_under_slo,
     max_qps_under_slo_many,
+    percentiles_at_rates,
 )
 from service.domain.perfmodel.calibration import default_calibration, resolve_profile
 from service.domain.perfmodel.capacity import max_qps_under_slo_with
@@ -24,7 +30,13 @@ from service.domain.perfmodel.engine_limits import card_profile
 from tests.unit.perfmodel.gpu_fixtures import GPUS
 
 MODELS = ("llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3", "gpt-oss-120b")
-ENGINES = ("vllm", "sglang", "trtllm", "tgi")
+ENGINES: tuple[Engine, ...] = ("vllm", "sglang", "trtllm", "tgi")
+
+
+def dep_for(gpu: GpuSpec, tp: int, engine: Engine) -> Deployment:
+    """``tp`` cards of ``gpu``, fp8 weights where the card has fp8, fp8 KV."""
+    precision: Precision = "fp8" if gpu.fp8_tflops else "bf16"
+    return Deployment(gpu, tp, precision, "fp8", engine)
 
 
 def scalar(model: str, dep: Deployment, shape: RequestShape, slo: Slo) -> Capacity:
@@ -52,11 +64,7 @@ def test_lockstep_matches_the_scalar_search(seed: int) -> None:
     rng = random.Random(seed)
     model = MODELS[seed % len(MODELS)]
     engine = ENGINES[seed % len(ENGINES)]
-    deps = [
-        Deployment(gpu, tp, "fp8" if gpu.fp8_tflops else "bf16", "fp8", engine)  # type: ignore[arg-type]
-        for gpu in GPUS.values()
-        for tp in (1, 2, 4, 8)
-    ]
+    deps = [dep_for(gpu, tp, engine) for gpu in GPUS.values() for tp in (1, 2, 4, 8)]
     shapes = [RequestShape(rng.randint(1, 9000), rng.randint(1, 1500)) for _ in range(4)]
     slo = Slo(
         ttft_ms=rng.choice([None, rng.uniform(50, 5000)]),
@@ -118,3 +126,34 @@ def test_bad_input_names_the_field() -> None:
     with pytest.raises(InvalidInput) as bad_slo:
         max_qps_under_slo_many(arch, [dep], [RequestShape(10, 10)], Slo(1000, 50, None, 20))
     assert bad_slo.value.field == "slo.percentile"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_percentiles_at_rates_match_the_estimate(seed: int) -> None:
+    """Each load's TTFT and TPOT are those of ``estimate(qps=...)`` at the same percentile:
+    below capacity, far above it (infinite) and for a model that does not fit (zeros)."""
+    rng = random.Random(100 + seed)
+    model = MODELS[seed % len(MODELS)]
+    engine = ENGINES[seed % len(ENGINES)]
+    percentile = (50.0, 90.0, 95.0, 99.0)[seed]
+    loads = []
+    for gpu in GPUS.values():
+        dep = dep_for(gpu, rng.choice([1, 2, 4, 8]), engine)
+        shape = RequestShape(rng.randint(1, 8000), rng.randint(1, 1200))
+        top = estimate(PRESETS[model], dep, shape)
+        peak = top.requests_per_s if top.fits else 1.0
+        for share in (1e-4, 0.3, 0.97, 3.0):
+            loads.append((dep, shape, max(peak * share, 1e-6)))
+    got = percentiles_at_rates(PRESETS[model], loads, percentile)
+    names = (f"ttft_p{percentile:.0f}_ms", f"tpot_p{percentile:.0f}_ms")
+    seen = set()
+    for (dep, shape, rate), (ttft, tpot) in zip(loads, got, strict=True):
+        est = estimate(PRESETS[model], dep, shape, qps=rate)
+        if est.latency is None:
+            want = (est.ttft_ms, est.tpot_ms)
+            seen.add("does_not_fit")
+        else:
+            want = (getattr(est.latency, names[0]), getattr(est.latency, names[1]))
+            seen.add("overloaded" if math.isinf(want[0]) else "served")
+        assert (ttft, tpot) == pytest.approx(want, rel=1e-12), (dep.gpu.id, shape, rate)
+    assert {"served", "overloaded"} <= seen
