@@ -11,6 +11,9 @@ costs, in one process:
 - ``catalog``: synthetic GPU types and offers at 1x..10x the real catalog (4 buckets, cold).
 - ``buckets``: 1..16 buckets on the real catalog (cold).
 
+Before each case the heap is settled as the server settles it after loading a catalog
+(``service.heap.settle_heap``: what is loaded stays out of the garbage collector's scans).
+
 Run: ``.venv/bin/python bench/plan_latency.py [--quick]``. Prints markdown tables.
 """
 
@@ -30,6 +33,7 @@ from service.domain.llm import resolve_model
 from service.domain.perfmodel import Slo
 from service.domain.planner import PlanConstraints, PlanRequest, WorkloadBucket, plan
 from service.domain.planner.offers import cheapest_per_shape, offers_for
+from service.heap import settle_heap
 from service.usecases.seed_catalog import seed_snapshot
 
 MODEL = resolve_model("llama-3.1-70b")
@@ -115,6 +119,7 @@ def measure(
     CPU ms of each go to :data:`CPU_MS`."""
     rng = random.Random(seed)
     base_shapes = [(512, 128), (2048, 256), (8000, 400), (300, 800)] * 4
+    settle_heap()  # as the server does after each catalog load (service/heap.py)
     times = []
     CPU_MS.clear()
     for _ in range(n):

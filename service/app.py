@@ -42,6 +42,7 @@ from service.cache.base import PlanCache
 from service.cache.memory import MemoryPlanCache
 from service.cache.ratelimit import RedisWindowLimiter, WindowLimiter
 from service.cache.redis import RedisPlanCache
+from service.heap import settle_heap
 from service.observability.metrics import CONTENT_TYPE, Metrics
 from service.observability.middleware import RequestContext
 from service.settings import Settings, redact_url
@@ -205,6 +206,7 @@ def create_app(
                 repo,
                 refresh_interval_s=settings.catalog_refresh_s,
                 timeout_s=settings.database_timeout_s,
+                on_load=settle_heap,
             )
             await state.start()
             pool = SolverPool(settings.solver_workers, settings.solver_queue, metrics)

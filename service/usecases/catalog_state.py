@@ -61,7 +61,10 @@ class SnapshotView:
 
 
 class CatalogState:
-    """The snapshot this process answers from, kept fresh by the rules in the module docstring."""
+    """The snapshot this process answers from, kept fresh by the rules in the module docstring.
+
+    ``on_load`` runs after each snapshot is loaded (the server settles its heap there:
+    ``service.heap``)."""
 
     def __init__(
         self,
@@ -69,8 +72,10 @@ class CatalogState:
         *,
         refresh_interval_s: float = 1.0,
         timeout_s: float = 2.0,
+        on_load: Callable[[], None] | None = None,
     ) -> None:
         self._repo = repo
+        self._on_load = on_load
         self._interval = refresh_interval_s
         self._timeout = timeout_s
         self._snapshot: CatalogSnapshot | None = None
@@ -199,6 +204,8 @@ class CatalogState:
             self._snapshot = snapshot
             self._known_revision = max(self._known_revision, snapshot.revision)
             self._mark_up()
+            if self._on_load is not None:
+                self._on_load()
             return snapshot
 
     async def _poll_forever(self) -> None:

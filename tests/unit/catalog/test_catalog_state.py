@@ -255,3 +255,21 @@ async def test_stop_ends_the_poll_even_when_a_cancel_is_lost() -> None:
     started = time.monotonic()
     await asyncio.wait_for(state.stop(), timeout=2)
     assert time.monotonic() - started < 0.5
+
+
+async def test_on_load_runs_once_per_snapshot_loaded() -> None:
+    repo = FakeRepository(revision=1)
+    loads: list[int | None] = []
+    state = CatalogState(
+        repo,
+        refresh_interval_s=3600,
+        timeout_s=1.0,
+        on_load=lambda: loads.append(state.loaded_revision),
+    )
+    await state.current()
+    await state.current()  # same revision: nothing loaded
+    assert loads == [1]
+    repo.revision_now = 2
+    await state.poll_once()
+    await state.current()
+    assert loads == [1, 2]
