@@ -206,7 +206,7 @@ def create_app(
                 repo,
                 refresh_interval_s=settings.catalog_refresh_s,
                 timeout_s=settings.database_timeout_s,
-                on_load=settle_heap,
+                on_load=settle_heap if settings.settle_heap else None,
             )
             await state.start()
             pool = SolverPool(settings.solver_workers, settings.solver_queue, metrics)

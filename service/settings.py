@@ -76,6 +76,7 @@ class Settings:
     default_providers: tuple[str, ...] = DEFAULT_PROVIDERS
     price_max_age_days: int | None = 180
     default_calibration: str | None = None
+    settle_heap: bool = True
 
     @property
     def plan_defaults(self) -> PlanDefaults:
@@ -251,6 +252,7 @@ KNOWN = frozenset(
         "DEFAULT_PROVIDERS",
         "PRICE_MAX_AGE_DAYS",
         "DEFAULT_CALIBRATION",
+        "SETTLE_HEAP",
     }
 )
 
@@ -352,6 +354,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         default_providers=get("DEFAULT_PROVIDERS", _providers, DEFAULT_PROVIDERS),
         price_max_age_days=get("PRICE_MAX_AGE_DAYS", _max_age_days, _DEFAULT_MAX_AGE_DAYS),
         default_calibration=get("DEFAULT_CALIBRATION", _calibration, None),
+        settle_heap=get("SETTLE_HEAP", _bool, True),
     )
 
 

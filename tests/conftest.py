@@ -62,6 +62,8 @@ def base_settings(database_url: str, tmp: Path, **overrides: Any) -> Settings:
         log_format="text",
         catalog_refresh_s=0.2,
         solver_workers=2,
+        # each test starts its own app; one full collection per start would cost minutes
+        settle_heap=False,
     )
     return replace(settings, **overrides)
 

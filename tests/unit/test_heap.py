@@ -6,10 +6,15 @@ from __future__ import annotations
 import gc
 import weakref
 from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
+from litestar.testing import TestClient
 
+from service.app import create_app
 from service.heap import settle_heap
+from service.settings import Settings
 
 
 class Loaded:
@@ -43,3 +48,29 @@ def test_a_frozen_object_dropped_later_is_freed() -> None:
     settle_heap()
     del loaded
     assert gone() is None
+
+
+@pytest.mark.usefixtures("unfreeze")
+def test_a_cycle_frozen_earlier_is_collected_at_the_next_settle() -> None:
+    holder = Loaded()
+    holder.self = holder  # type: ignore[attr-defined]
+    gone = weakref.ref(holder)
+    settle_heap()
+    del holder
+    assert gone() is not None  # frozen: the collector does not look at it
+    gc.collect()
+    assert gone() is not None
+    settle_heap()
+    assert gone() is None
+
+
+@pytest.mark.usefixtures("unfreeze")
+@pytest.mark.parametrize("settle", [True, False])
+def test_the_server_settles_after_loading_its_catalog(tmp_path: Path, settle: bool) -> None:
+    """``GPUPLAN_SETTLE_HEAP`` (on by default): the catalog the server loaded at start-up is
+    frozen by the time it answers."""
+    gc.unfreeze()
+    settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'g.db'}")
+    with TestClient(create_app(replace(settings, settle_heap=settle))) as client:
+        assert client.get("/v1/gpus").status_code == 200
+        assert (gc.get_freeze_count() > 0) is settle
