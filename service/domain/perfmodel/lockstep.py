@@ -63,42 +63,53 @@ class Lanes:
 
 
 def lanes(setups: Sequence[Setup], shapes: Sequence[tuple[int, int]]) -> Lanes:
-    """Lanes for ``setups[i]`` serving prompts/outputs ``shapes[i]`` (tokens)."""
-    width = max((len(s.coll) for s in setups), default=0) or 1
-    lat = np.full((len(setups), width), _NO_ALGORITHM)
-    tok = np.zeros((len(setups), width))
-    for i, s in enumerate(setups):
+    """Lanes for ``setups[i]`` serving prompts/outputs ``shapes[i]`` (tokens). The fields of a
+    setup that serves several lanes (one deployment, several shapes) are read once."""
+    slot: dict[int, int] = {}
+    unique: list[Setup] = []
+    for s in setups:
+        if id(s) not in slot:
+            slot[id(s)] = len(unique)
+            unique.append(s)
+    which = np.array([slot[id(s)] for s in setups], dtype=np.intp)
+    width = max((len(s.coll) for s in unique), default=0) or 1
+    lat = np.full((len(unique), width), _NO_ALGORITHM)
+    tok = np.zeros((len(unique), width))
+    for i, s in enumerate(unique):
         for j, (a, b) in enumerate(s.coll):
             lat[i, j] = a
             tok[i, j] = b
     outs = [effective_output(o) for _, o in shapes]
 
-    def col(name: str) -> Array:
-        return np.array([float(getattr(s, name)) for s in setups])
+    def spread(values: list[float]) -> Array:
+        return np.array(values)[which]
+
+    def field(name: str) -> Array:
+        return spread([float(getattr(s, name)) for s in unique])
 
     return Lanes(
-        g_dense=col("g_dense_tok_s"),
-        g_head=col("g_head_tok_s"),
-        w_dense=col("w_dense_s"),
+        g_dense=field("g_dense_tok_s"),
+        g_head=field("g_head_tok_s"),
+        w_dense=field("w_dense_s"),
         # a dense model as one always-hit expert of zero cost: the routed terms add 0.0
-        top_k=np.array([float(s.top_k) if s.n_exp else 0.0 for s in setups]),
-        n_exp=np.array([float(s.n_exp) if s.n_exp else 1.0 for s in setups]),
-        w_exp=np.array([s.w_exp_s if s.n_exp else 0.0 for s in setups]),
-        g_exp=np.array([s.g_exp_tok_s if s.n_exp else 0.0 for s in setups]),
-        window=col("window"),
-        kv_ctx=col("kv_ctx_s"),
-        kv_win=col("kv_win_ctx_s"),
-        ad_ctx=col("attn_dec_ctx_s"),
-        ad_win=col("attn_dec_win_s"),
-        pf=col("attn_pf_s"),
-        pf_win=col("attn_pf_win_s"),
-        n_coll=col("n_coll"),
-        coll_lat=lat,
-        coll_tok=tok,
-        oh_step=col("oh_step_s"),
-        cpu_seq=col("cpu_seq_s"),
-        ttft_oh=col("ttft_oh_s"),
-        chunked=np.array([s.chunked for s in setups], dtype=np.bool_),
+        top_k=spread([float(s.top_k) if s.n_exp else 0.0 for s in unique]),
+        n_exp=spread([float(s.n_exp) if s.n_exp else 1.0 for s in unique]),
+        w_exp=spread([s.w_exp_s if s.n_exp else 0.0 for s in unique]),
+        g_exp=spread([s.g_exp_tok_s if s.n_exp else 0.0 for s in unique]),
+        window=field("window"),
+        kv_ctx=field("kv_ctx_s"),
+        kv_win=field("kv_win_ctx_s"),
+        ad_ctx=field("attn_dec_ctx_s"),
+        ad_win=field("attn_dec_win_s"),
+        pf=field("attn_pf_s"),
+        pf_win=field("attn_pf_win_s"),
+        n_coll=field("n_coll"),
+        coll_lat=lat[which],
+        coll_tok=tok[which],
+        oh_step=field("oh_step_s"),
+        cpu_seq=field("cpu_seq_s"),
+        ttft_oh=field("ttft_oh_s"),
+        chunked=np.array([s.chunked for s in unique], dtype=np.bool_)[which],
         l_in=np.array([float(i) for i, _ in shapes]),
         n_dec=np.array([float(o - 1) for o in outs]),
         c=np.array([mean_context(i, o) for (i, _), o in zip(shapes, outs, strict=True)]),
