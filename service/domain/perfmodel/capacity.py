@@ -368,11 +368,7 @@ def latency_floor(
     """
     check_request(shape, dep)
     _check_slo(Slo(None, None, None, percentile))
-    cal = default_calibration()
-    build = resolve_profile(dep.engine, dep.engine_version).profile
-    cal = with_correction(cal, dep, build.constants)
-    profile = card_profile(model, dep, build, cal)
-    s = build_setup(model, dep, profile, cal)
+    s = engine_setup(model, dep)
     reason = fit_reason(s, dep, model, shape)
     if reason:
         return Capacity(0.0, 0.0, 0.0, 0.0, 0.0, "does_not_fit", f"does not fit: {reason}")
