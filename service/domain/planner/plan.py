@@ -125,7 +125,7 @@ def _solve(
             executor.submit(single_type_fleets, request, candidates, problem, part)
             for part in parts
         ]
-        solution, budget_qps = one_vendor_solve(problem, candidates, request)
+        solution, budget_qps = one_vendor_solve(problem, candidates, request, executor)
         # The what-if re-solves need only the fleet's cost as a bound: they start now, beside
         # the single types, instead of after the assembly.
         labels = priced_constraints(request)

@@ -3,6 +3,7 @@ policy (at most two GPU types, a mix only when it saves at least 10 %, one vendo
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -180,6 +181,17 @@ def test_one_vendor_unless_mixed_vendors_are_allowed() -> None:
     ]
     assert cost(one) == pytest.approx(min(cost(p) for p in per_vendor if p.fleet is not None))
     assert cost(one) > cost(mixed) + 1e-9
+    # with helper threads the per-vendor solves run side by side: the same plan
+    with ThreadPoolExecutor(max_workers=2) as helpers:
+        beside = plan(
+            request(
+                model="llama-3.1-70b", qps=qps, buckets=SHORT_LONG, precision="fp8",
+                slo=SLO_70B, gpus=gpus, mixing=open_policy, allow_marketplaces=True,
+            ),
+            snapshot(),
+            executor=helpers,
+        )  # fmt: skip
+    assert beside == one
 
 
 @pytest.mark.parametrize(
