@@ -20,7 +20,7 @@ Pure: same request and snapshot, same plan.
 
 from __future__ import annotations
 
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor
 from dataclasses import replace
 from datetime import datetime
 
@@ -66,9 +66,9 @@ def plan(
     """Solve one fleet request against one catalog snapshot.
 
     The main solve (with its budget solve) and the single-type alternatives are independent;
-    with an ``executor`` they run concurrently (HiGHS releases the GIL), and the what-if
-    re-solves that price the request's constraints start as soon as the main solve is done,
-    beside the assembly; else all run one after the other. The answer is the same either way.
+    with an ``executor`` the single types run on its threads while this one runs the main
+    solve and then the what-if re-solves that price the request's constraints (HiGHS releases
+    the GIL); else all run one after the other. The answer is the same either way.
     An infeasible or over-budget plan also gets its relaxations and its rejections their
     latency floors (``relax``; each relaxation is planned with ``relax=False``).
     """
@@ -126,11 +126,12 @@ def _solve(
             for part in parts
         ]
         solution, budget_qps = one_vendor_solve(problem, candidates, request, executor)
-        # The what-if re-solves need only the fleet's cost as a bound: they start now, beside
-        # the single types, instead of after the assembly.
+        # The what-if re-solves need only the fleet's cost as a bound: this thread runs them
+        # now, while the helpers finish the single types (queued behind those, they would
+        # start late).
         labels = priced_constraints(request)
-        whatif: Future[dict[str, float]] | None = (
-            executor.submit(relaxed_costs, problem, labels, solution.usd_per_hour)
+        relaxed = (
+            relaxed_costs(problem, labels, solution.usd_per_hour)
             if labels and solution.has_fleet
             else None
         )
@@ -144,7 +145,7 @@ def _solve(
     else:
         solution, budget_qps = one_vendor_solve(problem, candidates, request)
         singles, alternatives = single_type_fleets(request, candidates, problem)
-        whatif = None
+        relaxed = None
     if not solution.has_fleet and alternatives:
         # The policy's solves found nothing in their time limit (a single-type fleet exists,
         # so the request is feasible): the cheapest single type is within every rule.
@@ -202,7 +203,7 @@ def _solve(
             savings,
             budget_qps,
             problem,
-            whatif.result() if whatif is not None else None,
+            relaxed,
         )
         + ((decision_sentence(decision),) if fleet is not None else ())
         + ((redundancy_sentence(spares),) if spares is not None else ())
