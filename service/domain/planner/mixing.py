@@ -14,7 +14,6 @@ Pure: solver calls on values.
 
 from __future__ import annotations
 
-from concurrent.futures import Executor
 from dataclasses import replace
 
 from service.domain.planner.candidates import Candidates
@@ -46,15 +45,11 @@ def _rank(solution: FleetSolution) -> tuple[float, int]:
 
 
 def one_vendor_solve(
-    problem: FleetProblem,
-    candidates: Candidates,
-    request: PlanRequest,
-    executor: Executor | None = None,
+    problem: FleetProblem, candidates: Candidates, request: PlanRequest
 ) -> tuple[FleetSolution, float | None]:
     """The cheapest fleet (and, with a budget, the most load the budget buys) under the
     vendor rule: the plain solve when it uses one vendor (or vendors may mix), else the
-    cheapest of the solves within each vendor's GPUs. With an ``executor`` those per-vendor
-    solves run side by side (the first in this thread); the answer is the same."""
+    cheapest of the solves within each vendor's GPUs."""
     solution = solve_fleet(problem)
     with_budget = request.budget_usd_per_hour is not None
     vendor = gpu_vendors(candidates)
@@ -71,12 +66,7 @@ def one_vendor_solve(
         replace(problem, options=tuple(o for o in problem.options if vendor[o.gpu_id] == v))
         for v in sorted(set(vendor.values()))
     ]
-    if executor is None:
-        solved = [(solve_fleet(p), p) for p in scoped]
-    else:
-        later = [executor.submit(solve_fleet, p) for p in scoped[1:]]
-        solved = [(solve_fleet(scoped[0]), scoped[0])]
-        solved += [(job.result(), p) for job, p in zip(later, scoped[1:], strict=True)]
+    solved = [(solve_fleet(p), p) for p in scoped]
     feasible = [(s, p) for s, p in solved if s.has_fleet]
     budget_qps = (
         max(

@@ -125,7 +125,7 @@ def _solve(
             executor.submit(single_type_fleets, request, candidates, problem, part)
             for part in parts
         ]
-        solution, budget_qps = one_vendor_solve(problem, candidates, request, executor)
+        solution, budget_qps = one_vendor_solve(problem, candidates, request)
         # The what-if re-solves need only the fleet's cost as a bound: this thread runs them
         # now, while the helpers finish the single types (queued behind those, they would
         # start late).

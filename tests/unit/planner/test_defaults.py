@@ -181,7 +181,7 @@ def test_one_vendor_unless_mixed_vendors_are_allowed() -> None:
     ]
     assert cost(one) == pytest.approx(min(cost(p) for p in per_vendor if p.fleet is not None))
     assert cost(one) > cost(mixed) + 1e-9
-    # with helper threads the per-vendor solves run side by side: the same plan
+    # the same plan with helper threads (single types on them, the rest here)
     with ThreadPoolExecutor(max_workers=2) as helpers:
         beside = plan(
             request(
