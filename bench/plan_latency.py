@@ -144,6 +144,20 @@ def row(label: str, times: list[float]) -> str:
     )
 
 
+def python_speed_ms() -> float:
+    """Median ms of three runs of a fixed pure-Python loop (1M steps): how fast this machine
+    runs Python at the moment. On a shared virtual machine it moves by up to 2x from one minute
+    to the next, and the plan latencies with it."""
+    runs = []
+    for _ in range(3):
+        started = time.perf_counter()
+        total = 0
+        for i in range(1_000_000):
+            total += i * i
+        runs.append((time.perf_counter() - started) * 1000)
+    return statistics.median(runs)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer samples (a smoke run)")
@@ -152,10 +166,12 @@ def main() -> None:
     snap = real_snapshot()
     options = sum(1 for p in snap.prices if p.kind == "on_demand")
     kept = solver_offers(snap)
+    speed = python_speed_ms()
     print("# Uncached plan latency\n")
     print(
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}."
+        f"Python {platform.python_version()}; a fixed pure-Python loop of 1M steps took "
+        f"{speed:.0f} ms before the first table (median of 3; the plans' latencies move with it)."
     )
     print(
         f"Model llama-3.1-70b fp8, real catalog: {len(snap.gpus)} GPUs, {options} on-demand "
