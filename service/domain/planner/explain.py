@@ -114,8 +114,14 @@ def explain(
         + f", {_money(fleet.usd_per_hour)}/hour ({_money(fleet.usd_per_month)}/month)."
     )
     index = {b.key: i for i, b in enumerate(request.buckets)}
+    # A replica's capacity is its deployment's (GPU, tensor parallel), whichever offer sells it.
+    told: set[tuple[str, int, str]] = set()
     for line in fleet.lines:
         for bucket_key, _ in line.buckets:
+            said = (line.gpu, line.tensor_parallel, bucket_key)
+            if said in told:
+                continue
+            told.add(said)
             for cand in candidates.items.values():
                 if (
                     cand.option.gpu_id == line.gpu

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from service.domain.planner import Plan, Spread, WorkloadBucket, plan
+from service.usecases.seed_catalog import seed_snapshot
 from tests.unit.planner.test_planner import request, snapshot
 
 MIX = (WorkloadBucket("b0", 0.8, 512, 128), WorkloadBucket("b1", 0.2, 4000, 256))
@@ -103,3 +104,37 @@ def test_a_spread_one_provider_cannot_give_is_infeasible_naming_the_setting() ->
     )
     assert p.status == "infeasible" and p.fleet is None and p.redundancy is None
     assert any("spread.min_providers is 2 but only 1 providers" in s for s in p.explanation)
+
+
+def _offers_of_one_type(qps: float) -> Plan:
+    return plan(
+        request(
+            model="llama-3.1-70b",
+            precision="fp8",
+            qps=qps,
+            gpus=("mi300x",),
+            buckets=(WorkloadBucket("b0", 1.0, 1024, 256),),
+        ),
+        seed_snapshot(),  # the bundled catalog: MI300X sold as 1- and 8-card instances
+    )
+
+
+def _repeats_a_type(p: Plan) -> bool:
+    types = [(x.gpu, x.tensor_parallel) for x in p.fleet.lines] if p.fleet else []
+    return len(types) > len(set(types))
+
+
+def test_a_replica_types_capacity_is_stated_once_however_many_offers_sell_it() -> None:
+    """One GPU type sold as 1- and 8-card instances: at the first load that needs both, two
+    lines of the same replica (GPU, tensor parallel); its capacity per bucket is one sentence,
+    since a replica carries the same load whoever sells the cards."""
+    p = next(
+        p
+        for q in (10.0, 15.0, 20.0, 25.0, 30.0, 35.0, 40.0, 45.0, 50.0, 55.0)
+        if _repeats_a_type(p := _offers_of_one_type(q))
+    )
+    assert p.fleet is not None
+    capacity = [s for s in p.explanation if " replica carries at most " in s]
+    assert len(capacity) == len(set(capacity)) == len(
+        {(x.gpu, x.tensor_parallel, b) for x in p.fleet.lines for b, _ in x.buckets}
+    )
