@@ -1,11 +1,13 @@
-"""The SkyPilot catalog snapshot bundled with gpuplan (``service/data/skypilot/<cloud>/vms.csv``).
+"""The SkyPilot catalog snapshot bundled with gpuplan (``service/data/skypilot/``).
 
-Seeded by migration 0005 and part of the reference catalog the OpenAPI examples and the
-benchmarks read. The files carry no dates; ``observed_at`` is a placeholder chosen to keep the
-known order of snapshots (``service/data/skypilot/README.md`` explains it): the v7 files are
-older than the v9 prices already in ``prices.csv`` (AWS v7 still lists p5.48xlarge at $98.32/h,
-the price before AWS's June 2025 cut; every Lambda v9 price is higher than its v7 price), so
-where both price the same offer the v9 observation stays the current one.
+Two snapshots of the public catalog: the v7 (Azure v6) file of each of the five clouds the
+importer reads, seeded by migration 0005, and the newer v9 Lambda file, seeded by migration
+0013; together they are part of the reference catalog the OpenAPI examples and the benchmarks
+read. The v7 files carry no dates; their ``observed_at`` is a placeholder chosen to keep the
+known order of snapshots (``service/data/skypilot/README.md`` explains it): they are older than
+the v9 prices (AWS v7 still lists p5.48xlarge at $98.32/h, the price before AWS's June 2025
+cut; every Lambda v9 price is higher than its v7 price), so where both price the same offer
+the v9 observation is the current one.
 """
 
 from __future__ import annotations
@@ -28,23 +30,35 @@ UNDATED_NOTE = (
 
 @dataclass(frozen=True, slots=True)
 class SeedFile:
+    """One bundled file: the cloud, where it comes from (commit and path in the public
+    catalog), the date its observations get, what that date is, and where it lies under
+    ``service/data``."""
+
     cloud: str
     commit: str
     path: str
     observed_at: datetime
+    dating: str = UNDATED_NOTE
+    folder: str = "skypilot"
 
     @property
     def source(self) -> str:
-        return f"{REPOSITORY}/blob/{self.commit}/{self.path} {UNDATED_NOTE}"
+        return f"{REPOSITORY}/blob/{self.commit}/{self.path} {self.dating}"
 
     def text(self) -> str:
-        return bundled_text(f"skypilot/{self.cloud}/vms.csv")
+        return bundled_text(f"{self.folder}/{self.cloud}/vms.csv")
 
 
 _V7 = datetime(2025, 4, 1, tzinfo=UTC)  # between RunPod v6 (2025-01-01) and v8 (2025-07-01)
 _AZURE_V6 = datetime(2025, 1, 1, tzinfo=UTC)  # the same file prices.csv's Azure rows come from
 
-BUNDLED_FILES = (
+_V9 = datetime(2026, 6, 3, tzinfo=UTC)  # the date prices.csv gives the v9 rows of this commit
+V9_DATING = (
+    "(observed_at 2026-06-03: a lower bound, the date of an image in the same commit's GCP "
+    "images.csv; see service/data/README.md)"
+)
+
+FIRST_SNAPSHOT = (
     SeedFile("aws", "27f67dd4e1bc0d35fa0ec075180ad54b230882c4", "catalogs/v7/aws/vms.csv", _V7),
     SeedFile(
         "azure", "098741e70562f65d7af1cceb81e33b284f742604", "catalogs/v6/azure/vms.csv", _AZURE_V6
@@ -57,6 +71,23 @@ BUNDLED_FILES = (
         "runpod", "0727c2bd9e77f91cb1377127c5f793a28cf01384", "catalogs/v7/runpod/vms.csv", _V7
     ),
 )
+"""The five v7 (Azure v6) files, seeded by migration 0005."""
+
+V9_FILES = (
+    SeedFile(
+        "lambda",
+        "2c3d7ea7d76bf84cf80d382e946c1609571485fd",
+        "catalogs/v9/lambda/vms.csv",
+        _V9,
+        dating=V9_DATING,
+        folder="skypilot/v9",
+    ),
+)
+"""Newer observations of the same offers, seeded by migration 0013: Lambda's v9 file (every
+price of the v7 file rose; it adds B200 and more instance sizes)."""
+
+BUNDLED_FILES = FIRST_SNAPSHOT + V9_FILES
+"""Every bundled file, oldest snapshot first."""
 
 
 def content_sha256(text: str) -> str:
@@ -71,10 +102,13 @@ class BundledImport:
     content_sha256: str
 
 
-def bundled_imports(gpus: Mapping[str, GpuSpec]) -> list[BundledImport]:
-    """Every bundled file parsed against ``gpus`` (the catalog by id)."""
+def bundled_imports(
+    gpus: Mapping[str, GpuSpec], files: tuple[SeedFile, ...] = BUNDLED_FILES
+) -> list[BundledImport]:
+    """The bundled ``files`` (all of them by default) parsed against ``gpus`` (the catalog by
+    id)."""
     result = []
-    for seed in BUNDLED_FILES:
+    for seed in files:
         text = seed.text()
         parsed = parse_skypilot_csv(
             text, seed.cloud, gpus, observed_at=seed.observed_at, source=seed.source

@@ -20,6 +20,7 @@ from service.store.migrations.backfill import (
     store_bundled_gaps,
 )
 from service.store.models import Base
+from service.store.skypilot_seed import FIRST_SNAPSHOT, V9_FILES
 from tests.support.seed import hand_entered_count, seeded_gpu_count, seeded_price_count
 
 pytestmark = pytest.mark.integration
@@ -45,11 +46,16 @@ async def test_upgrade_empty_database_to_head_without_drift(empty_database_url: 
             ).all()
             gpus = await connection.scalar(text("SELECT count(*) FROM gpus"))
             prices = await connection.scalar(text("SELECT count(*) FROM price_points"))
+            v9_revision = await connection.scalar(
+                text("SELECT revision FROM price_imports WHERE source LIKE '%/catalogs/v9/%'")
+            )
         assert (gpus, prices) == (seeded_gpu_count(), seeded_price_count())
         assert prices > 3000  # the SkyPilot snapshot (0005) on top of prices.csv (0002)
-        # The seed is revision 1, the SkyPilot snapshot one more catalog write; a later
-        # migration that fills a new spec field (backfill.fill_gpu_column) is one more each.
-        assert sorted(r for (r,) in price_revisions) == [1, 2]
+        # The seed is revision 1, the SkyPilot snapshot one more catalog write, the v9 Lambda
+        # file (0013) a later one; a migration that fills a new spec field
+        # (backfill.fill_gpu_column) is one more catalog write each.
+        assert v9_revision is not None and v9_revision > 2
+        assert sorted(r for (r,) in price_revisions) == [1, 2, v9_revision]
         assert 1 <= newest_gpu <= revision and revision >= 2
         await upgrade(engine)  # a second run is a no-op
         assert await current_revision(engine) == head_revision()
@@ -265,7 +271,7 @@ async def test_the_snapshot_migration_adds_the_gpus_an_older_seed_lacks(
         assert priced == len(SNAPSHOT_GPUS)
         assert [p for p, _, _ in imports] == ["aws", "azure", "gcp", "lambda", "runpod"]
         assert all(rows > 100 and inserted > 100 for _, rows, inserted in imports)
-        assert prices == seeded_price_count()
+        assert prices == seeded_price_count(FIRST_SNAPSHOT)
     finally:
         await engine.dispose()
 
@@ -290,7 +296,7 @@ async def test_the_price_seed_migration_is_one_catalog_write_and_adds_nothing_tw
                 text("SELECT count(DISTINCT gpu_id) FROM price_points WHERE kind = 'purchase'")
             )
         assert after == before + 1
-        assert again == count == seeded_price_count()
+        assert again == count == seeded_price_count(FIRST_SNAPSHOT)
         assert owned >= 15
     finally:
         await engine.dispose()
@@ -325,7 +331,7 @@ async def test_bringing_a_database_up_to_the_bundled_prices_writes_only_what_it_
         before = await state()
         await upgrade(engine, "0009")
         assert await state() == before
-        assert before[1] == seeded_price_count()
+        assert before[1] == seeded_price_count(FIRST_SNAPSHOT)
         # a row the database lacks: stored once, carrying the one new revision
         assert await append(header + newer) == 1
         assert await state() == (before[0] + 1, before[1] + 1)
@@ -373,5 +379,56 @@ async def test_the_gap_migration_stores_each_documented_reason_in_one_catalog_wr
             stored = await connection.run_sync(lambda c: store_bundled_gaps(c, datetime.now(UTC)))
         assert stored == 0
         assert await state() == (revision, rows)
+    finally:
+        await engine.dispose()
+
+
+async def test_the_v9_lambda_migration_makes_every_lambda_offer_current_in_one_write(
+    empty_database_url: str,
+) -> None:
+    """0013 appends the v9 Lambda file as one catalog write and records it as an import: every
+    Lambda on-demand offer's newest observation is then the v9 one (the v7 prices stay as
+    history); a second run inserts nothing."""
+    (v9_file,) = V9_FILES
+    engine = create_engine(empty_database_url)
+
+    async def state() -> tuple[int, int]:
+        async with engine.connect() as connection:
+            revision = await connection.scalar(text("SELECT revision FROM catalog_state"))
+            count = await connection.scalar(text("SELECT count(*) FROM price_points"))
+        return int(revision), int(count)
+
+    try:
+        await upgrade(engine, "0012")
+        before = await state()
+        assert before[1] == seeded_price_count(FIRST_SNAPSHOT)
+        await upgrade(engine, "0013")
+        after = await state()
+        async with engine.connect() as connection:
+            recorded = (
+                await connection.execute(
+                    text(
+                        "SELECT provider, inserted, revision FROM price_imports "
+                        "WHERE source LIKE '%/catalogs/v9/%'"
+                    )
+                )
+            ).all()
+            lambda_rows = (
+                await connection.execute(
+                    text(
+                        "SELECT gpu_id, region, instance_type, observed_at FROM price_points "
+                        "WHERE provider = 'lambda' AND kind = 'on_demand'"
+                    )
+                )
+            ).all()
+        assert after == (before[0] + 1, seeded_price_count())
+        assert recorded == [("lambda", after[1] - before[1], after[0])]
+        newest: dict[tuple[str, str, str], str] = {}
+        for gpu, region, instance, observed in lambda_rows:
+            day = str(observed)[:10]
+            newest[(gpu, region, instance)] = max(day, newest.get((gpu, region, instance), day))
+        assert newest and set(newest.values()) == {v9_file.observed_at.date().isoformat()}
+        await upgrade(engine)
+        assert (await state())[1] == seeded_price_count()
     finally:
         await engine.dispose()

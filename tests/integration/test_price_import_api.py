@@ -80,6 +80,16 @@ async def test_importing_the_same_file_twice_adds_nothing_the_second_time(client
     assert again["catalog_revision"] == new["catalog_revision"]
 
 
+async def test_the_seeded_v9_lambda_file_imported_again_adds_nothing(client: Client) -> None:
+    """The newer Lambda file a fresh catalog is seeded with (migration 0013) is recognised as
+    already imported: its date is reused and nothing is inserted."""
+    points = await price_points(client)
+    answer = (await post(client, body("v9/lambda"), cloud="lambda")).json()
+    assert answer["observed_at_reused"] and answer["observed_at"] == "2026-06-03T00:00:00Z"
+    assert answer["inserted"] == 0 and answer["already_present"] > 306
+    assert await price_points(client) == points
+
+
 async def test_each_import_with_a_new_observed_at_appends_history(client: Client) -> None:
     for day in ("2026-12-01", "2026-12-02"):
         response = await post(client, body("azure"), cloud="azure", observed_at=f"{day}T00:00:00Z")

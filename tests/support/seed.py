@@ -7,7 +7,7 @@ from functools import cache
 
 from service.domain.catalog import PricePoint
 from service.store.csv_format import bundled_text, parse_gpus_csv, parse_prices_csv
-from service.store.skypilot_seed import bundled_imports
+from service.store.skypilot_seed import BUNDLED_FILES, SeedFile, bundled_imports
 
 
 def _identity(p: PricePoint) -> tuple[object, ...]:
@@ -26,11 +26,12 @@ def hand_entered_count() -> int:
 
 
 @cache
-def seeded_price_count() -> int:
-    """Observations after every seeding migration: ``prices.csv`` plus the bundled SkyPilot
-    snapshot, each identity once (the snapshot's Azure file repeats some ``prices.csv`` rows)."""
+def seeded_price_count(files: tuple[SeedFile, ...] = BUNDLED_FILES) -> int:
+    """Observations after the seeding migrations: ``prices.csv`` plus the bundled SkyPilot
+    ``files`` (all by default; ``FIRST_SNAPSHOT`` before 0013), each identity once (the
+    snapshot's Azure file repeats some ``prices.csv`` rows)."""
     gpus = {g.id: g for g in parse_gpus_csv(bundled_text("gpus.csv"))}
     keys = {_identity(p) for p in parse_prices_csv(bundled_text("prices.csv"))}
-    for item in bundled_imports(gpus):
+    for item in bundled_imports(gpus, files):
         keys |= {_identity(p) for p in item.parsed.points}
     return len(keys)

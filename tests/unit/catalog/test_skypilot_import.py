@@ -16,7 +16,14 @@ from service.domain.errors import InvalidInput
 from service.domain.price_import import SKYPILOT_CLOUDS, ParsedCatalog
 from service.store.csv_format import bundled_text, parse_gpus_csv
 from service.store.skypilot_format import parse_skypilot_csv
-from service.store.skypilot_seed import BUNDLED_FILES, bundled_imports
+from service.store.skypilot_seed import (
+    BUNDLED_FILES,
+    FIRST_SNAPSHOT,
+    V9_FILES,
+    SeedFile,
+    bundled_imports,
+)
+from service.usecases.seed_catalog import seed_snapshot
 
 WHEN = datetime(2026, 12, 1, 6, tzinfo=UTC)
 
@@ -379,8 +386,9 @@ def test_a_fractional_gpu_count_is_skipped() -> None:
 
 def test_every_bundled_file_is_read_and_every_accelerator_is_priced_or_refused() -> None:
     imports = bundled_imports(gpus())
-    assert [i.file.cloud for i in imports] == sorted(SKYPILOT_CLOUDS)
-    assert len(BUNDLED_FILES) == len(SKYPILOT_CLOUDS)
+    assert [f.cloud for f in FIRST_SNAPSHOT] == sorted(SKYPILOT_CLOUDS)
+    assert BUNDLED_FILES == FIRST_SNAPSHOT + V9_FILES
+    assert [i.file for i in imports] == list(BUNDLED_FILES)
     total = 0
     for item in imports:
         parsed = item.parsed
@@ -410,3 +418,43 @@ def test_every_bundled_file_is_read_and_every_accelerator_is_priced_or_refused()
     for new in ("a40", "rtx-3090", "rtx-4090", "rtx-a4500", "rtx-a5000", "quadro-rtx-6000"):
         assert new in priced
     assert {"gh200", "p100-pcie-16gb", "p4"} <= priced
+
+
+# ---- the newer v9 Lambda file ---------------------------------------------------------------
+
+
+def lambda_prices(files: tuple[SeedFile, ...]) -> dict[tuple[str, str, str], float]:
+    """On-demand USD per GPU-hour of each (GPU, region, instance type) in ``files``."""
+    (item,) = bundled_imports(gpus(), files)
+    return {
+        (p.gpu_id, p.region, p.instance_type): p.usd
+        for p in item.parsed.points
+        if p.kind == "on_demand"
+    }
+
+
+def test_the_v9_lambda_file_is_a_newer_observation_of_every_v7_lambda_offer() -> None:
+    """Every offer of the v7 Lambda file is priced again by the v9 file, later and higher (the
+    source's own prices, not figures written here); the v9 file adds instance sizes."""
+    (v7_file,) = [f for f in FIRST_SNAPSHOT if f.cloud == "lambda"]
+    (v9_file,) = V9_FILES
+    assert v9_file.cloud == "lambda" and v9_file.observed_at > v7_file.observed_at
+    v7, v9 = lambda_prices((v7_file,)), lambda_prices(V9_FILES)
+    assert v7.keys() < v9.keys()
+    assert all(v9[key] > v7[key] for key in v7)
+    assert {gpu for gpu, _, _ in v9.keys() - v7.keys()} >= {"b200"}
+
+
+def test_the_bundled_catalog_prices_lambda_offers_at_their_v9_price() -> None:
+    """The seed catalog's current Lambda offers are the v9 observations (or the
+    ``prices.csv`` rows of the same date): no v7 price is current any more."""
+    (v9_file,) = V9_FILES
+    v9 = lambda_prices(V9_FILES)
+    current = [
+        p for p in seed_snapshot().prices if p.provider == "lambda" and p.kind == "on_demand"
+    ]
+    assert current
+    assert all(p.observed_at == v9_file.observed_at for p in current)
+    regional = [p for p in current if p.region != "global"]
+    assert {(p.gpu_id, p.region, p.instance_type) for p in regional} == v9.keys()
+    assert all(p.usd == v9[(p.gpu_id, p.region, p.instance_type)] for p in regional)

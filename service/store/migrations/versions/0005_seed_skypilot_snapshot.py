@@ -22,7 +22,7 @@ from service.store.csv_format import bundled_text, parse_gpus_csv
 from service.store.migrations.backfill import insert_new_prices, next_catalog_revision
 from service.store.models import GpuRow, PriceImportRow
 from service.store.rows import gpu_to_row_values, price_to_row_values
-from service.store.skypilot_seed import bundled_imports
+from service.store.skypilot_seed import FIRST_SNAPSHOT, bundled_imports
 
 revision = "0005"
 down_revision = "0004"
@@ -50,7 +50,7 @@ def upgrade() -> None:
     ]
     if missing:
         op.bulk_insert(GpuRow.__table__, missing)
-    for item in bundled_imports(gpus):
+    for item in bundled_imports(gpus, FIRST_SNAPSHOT):
         values = [
             price_to_row_values(p, revision=new_revision, ingested_at=now)
             for p in item.parsed.points

@@ -1,0 +1,68 @@
+"""Seed the bundled v9 Lambda file (service/data/skypilot/v9/lambda/): the current prices of
+the Lambda offers 0005 seeded from the older v7 file.
+
+Every Lambda price rose between the two catalog versions (``gpu_1x_gh200`` $1.49 -> $2.29,
+``gpu_4x_h100_sxm5`` $12.36 -> $16.36); ``prices.csv`` holds the v9 price of only eleven
+instance types, so until now the other v7 prices were the newest observation of their offer
+and plans were costed at prices Lambda no longer asks. One catalog write: the revision moves
+on (plans are re-keyed), every offer of the file is appended as a newer observation, and the
+file is recorded in ``price_imports`` so importing it again (``gpuplan catalog import
+--format skypilot``) inserts nothing. Downgrading leaves them: they are observations like any
+imported file's, and the schema does not change.
+
+Revision ID: 0013
+Revises: 0012
+Create Date: 2026-12-03
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from alembic import op
+
+from service.store.csv_format import bundled_text, parse_gpus_csv
+from service.store.migrations.backfill import insert_new_prices, next_catalog_revision
+from service.store.models import PriceImportRow
+from service.store.rows import price_to_row_values
+from service.store.skypilot_seed import V9_FILES, bundled_imports
+
+revision = "0013"
+down_revision = "0012"
+branch_labels = None
+depends_on = None
+
+_CHUNK = 500
+
+
+def upgrade() -> None:
+    bind = op.get_bind()
+    now = datetime.now(UTC)
+    new_revision = next_catalog_revision(bind, now)
+    gpus = {g.id: g for g in parse_gpus_csv(bundled_text("gpus.csv"))}
+    for item in bundled_imports(gpus, V9_FILES):
+        values = [
+            price_to_row_values(p, revision=new_revision, ingested_at=now)
+            for p in item.parsed.points
+        ]
+        inserted = insert_new_prices(bind, values, _CHUNK)
+        bind.execute(
+            sa.insert(PriceImportRow).values(
+                format="skypilot",
+                provider=item.file.cloud,
+                content_sha256=item.content_sha256,
+                observed_at=item.file.observed_at,
+                imported_at=now,
+                rows=item.parsed.rows,
+                observations=len(values),
+                inserted=inserted,
+                revision=new_revision,
+                source=item.file.source,
+            )
+        )
+
+
+def downgrade() -> None:
+    """Nothing to undo: 0013 changes no schema, and its observations stay (price history is
+    append-only; 0012's schema holds them as any imported file's)."""
