@@ -80,6 +80,9 @@ removed at a strictly lower cost (g alone still carries its load and hosts
 ``U[g] = min(u[g], floor(K / tp[g]), floor(B / c[g]))``. The same argument holds with C7-C9
 when the bound is raised to ``n[g]`` wherever it is not 0 (g then keeps at least ``n[g]``
 units), and in every survival scenario that keeps g, g alone still carries all it can serve.
+A cost solve lowers ``U[g]`` further where ``n >= 2`` units of g can be swapped for one larger
+unit of the same replica at no extra cost (:func:`prune.consolidation_bounds`: at most
+``n - 1`` such units, or ``n + n[g] - 1`` with a line minimum).
 
 Optimality and ties. Every solve asks HiGHS for a relative MIP gap of 0 (its absolute gap 1e-6 is
 below one cost unit, and HiGHS detects the integral objective), under ``time_limit_s``. Among

@@ -389,6 +389,10 @@ def select(canon: Canon, mode: Mode, gpu_id: str | None = None) -> Selection:
     ``rpu[g] * ceil(m / rpu[g]) >= m`` replicas (C4), caps only loosen, and the fleet is
     strictly cheaper (costs > 0).
 
+    COST also bounds the small units a larger one of the same replica consolidates
+    (:func:`consolidation_bounds`): a fleet never needs many 1-card instances where one 8-card
+    instance carries their load for no more.
+
     SCALE: same drops; bound ``x[g] <= min(caps, floor(budget_units / cost[g]))``.
 
     ELASTIC: only scope and usefulness; bound :func:`need_units`, caps left to soft constraints.
@@ -428,7 +432,9 @@ def select(canon: Canon, mode: Mode, gpu_id: str | None = None) -> Selection:
         keep = ~dominated(
             canon, cols, reach, allow_cross_gpu=canon.allow_mix and not single and not limited
         )
-        cols, upper = cols[keep], upper[keep]
+        cols, upper, reach = cols[keep], upper[keep], reach[keep]
+    if mode is Mode.COST and cols.size > 1:
+        upper = np.minimum(upper, consolidation_bounds(canon, cols, reach))
     n_gpus = np.unique(canon.gpu_of[cols]).size
     return Selection(
         cols=cols,
@@ -552,4 +558,68 @@ def dominated(
         dominates &= place[cols][:, None] == place[cols][None, :]
     np.fill_diagonal(dominates, False)
     out: BoolArray = dominates.any(axis=0)
+    return out
+
+
+def consolidation_bounds(canon: Canon, cols: IntArray, reach: FloatArray) -> FloatArray:
+    """Per entry of ``cols``, units of that option some optimal fleet stays within (inf: no
+    bound): where ``n >= 2`` units of ``h`` can be swapped for one unit of ``g``, an optimal
+    fleet needs at most ``n - 1`` units of ``h`` (``n + m[h] - 1`` with a line minimum of
+    ``m[h] >= 2`` units, since the swap must leave ``h``'s line empty or at its minimum).
+
+    The swap (the same GPU; ``n`` whole h-units for one g-unit) keeps a fleet feasible and no
+    worse in (cost, cards) when, as in :func:`dominated`:
+
+    * capacity: ``cap[s, g] >= n * cap[s, h]`` on every demanded shape (what the ``n`` units
+      carried fits in the one unit's time, shape by shape; so does each shape's share under
+      shared routing);
+    * redundancy: ``rpu[g] >= n * rpu[h]`` (C4 holds) and ``g``'s line minimum is at most one
+      unit (``g``'s line is valid with the unit added);
+    * preference: ``cost[g] <= n * cost[h]`` and, at equal cost, ``weight[g] <= n * weight[h]``;
+    * cards: no more cards (``tp[g] <= n * tp[h]``) unless the GPU has no card cap within
+      reach, so a card cap still holds;
+    * ``g`` has no unit cap within reach (as in :func:`dominated`), and under spread ``g`` is
+      in ``h``'s place (C8, C9 unchanged). The GPU is the same, so type rules hold.
+
+    Each swap lowers the number of units and raises neither cost nor cards, so applying swaps
+    to an optimal fleet ends, at an optimal fleet within every bound at once (a unit added to
+    ``g`` never takes it past what an optimal fleet can use: that fleet would then have a unit
+    to spare, and costs are positive). Typical case: one replica type sold as 1-, 2- and
+    8-card instances with volume pricing; the MILP then branches over a few small units
+    instead of every split between sizes."""
+    cap = canon.cap[canon.demanded][:, cols]  # (S_d, G)
+    n_cols = cols.size
+    rpu = canon.rpu[cols].astype(np.float64)
+    # n[g, h]: h-units one g-unit replaces, by replicas (an integer >= 2, else no swap).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n = rpu[:, None] / rpu[None, :]
+    whole = (n >= 2.0) & (n == np.floor(n))
+    fits = whole.copy()
+    for row in cap:
+        fits &= row[:, None] >= n * row[None, :]
+    cost = canon.cost[cols]
+    weight = canon.weight[cols]
+    n_cost = n * cost[None, :]
+    n_weight = n * weight[None, :]
+    cheaper = (cost[:, None] < n_cost) | ((cost[:, None] == n_cost) & (weight[:, None] <= n_weight))
+    gpu = canon.gpu_of[cols]
+    same_gpu = gpu[:, None] == gpu[None, :]
+    uncapped_g = (canon.max_units[cols] >= reach)[:, None]
+    tp = canon.tp[cols].astype(np.float64)
+    gpu_reach = np.zeros(len(canon.gpus))
+    np.add.at(gpu_reach, gpu, reach * tp)
+    card_free = (canon.card_cap[gpu] >= gpu_reach[gpu])[:, None]
+    cards_ok = card_free | (tp[:, None] <= n * tp[None, :])
+    line = canon.line_units[cols]
+    g_line_ok = (line <= 1.0)[:, None]
+    swap = fits & cheaper & cards_ok & same_gpu & uncapped_g & g_line_ok
+    place = canon.spread_group
+    if place is not None:
+        swap &= place[cols][:, None] == place[cols][None, :]
+    np.fill_diagonal(swap, False)
+    # With a line minimum of m[h] >= 2 units, n < x[h] < n + m[h] admits no swap (it would
+    # leave h's line short of its minimum).
+    extra = np.where(line >= 2.0, line, 0.0)
+    bound = np.where(swap, n - 1.0 + extra[None, :], np.inf).min(axis=0, initial=np.inf)
+    out: FloatArray = bound if n_cols else np.zeros(0)
     return out
