@@ -31,7 +31,7 @@ from service.domain.planner.assemble import (
     single_type_fleets,
     usd_per_million_tokens,
 )
-from service.domain.planner.candidates import build_candidates, fleet_problem
+from service.domain.planner.candidates import Candidates, build_candidates, fleet_problem
 from service.domain.planner.explain import (
     assumptions,
     explain,
@@ -40,7 +40,12 @@ from service.domain.planner.explain import (
     single_type_rejection,
     stale_price_sentences,
 )
-from service.domain.planner.mixing import decide, decision_sentence, one_vendor_solve
+from service.domain.planner.mixing import (
+    decide,
+    decision_sentence,
+    one_vendor_solve,
+    relaxed_costs_within_rule,
+)
 from service.domain.planner.redundancy import redundancy, redundancy_sentence
 from service.domain.planner.relax import latency_floors, relaxations, with_floors
 from service.domain.planner.request import PlanRequest
@@ -53,7 +58,13 @@ from service.domain.planner.result import (
     plan_status,
 )
 from service.domain.planner.routing import routing, routing_sentence
-from service.domain.solver import ReasonCode, SolveStatus, relaxed_costs, solve_single_type
+from service.domain.solver import (
+    FleetProblem,
+    FleetSolution,
+    ReasonCode,
+    SolveStatus,
+    solve_single_type,
+)
 
 
 def plan(
@@ -129,12 +140,7 @@ def _solve(
         # The what-if re-solves need only the fleet's cost as a bound: this thread runs them
         # now, while the helpers finish the single types (queued behind those, they would
         # start late).
-        labels = priced_constraints(request)
-        relaxed = (
-            relaxed_costs(problem, labels, solution.usd_per_hour)
-            if labels and solution.has_fleet
-            else None
-        )
+        relaxed = _relaxed(problem, candidates, request, solution)
         singles = {}
         found: list[Alternative] = []
         for job in singles_jobs:
@@ -144,8 +150,8 @@ def _solve(
         alternatives = by_cost(found)
     else:
         solution, budget_qps = one_vendor_solve(problem, candidates, request)
+        relaxed = _relaxed(problem, candidates, request, solution)
         singles, alternatives = single_type_fleets(request, candidates, problem)
-        relaxed = None
     if not solution.has_fleet and alternatives:
         # The policy's solves found nothing in their time limit (a single-type fleet exists,
         # so the request is feasible): the cheapest single type is within every rule.
@@ -220,6 +226,17 @@ def _solve(
         redundancy=spares,
         routing=routes,
     ), binding
+
+
+def _relaxed(
+    problem: FleetProblem, candidates: Candidates, request: PlanRequest, solution: FleetSolution
+) -> dict[str, float] | None:
+    """The what-if costs of the request's priced constraints (within the vendor rule), or
+    ``None`` when there are none or no fleet."""
+    labels = priced_constraints(request)
+    if not labels or not solution.has_fleet:
+        return None
+    return relaxed_costs_within_rule(problem, candidates, request, labels, solution)
 
 
 # ---- assembly -----------------------------------------------------------------------------

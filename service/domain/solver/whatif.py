@@ -8,6 +8,7 @@ default every cap in the problem is priced, not only the binding labels.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from service.domain.solver.min_cost import solve_fleet
@@ -57,11 +58,15 @@ def relaxed_costs(
     problem: FleetProblem,
     labels: tuple[str, ...],
     known_usd_per_hour: float | None = None,
+    *,
+    infeasible_as_inf: bool = False,
 ) -> dict[str, float]:
     """``label -> USD/hour`` of the cheapest fleet with that one constraint removed (budget
     ignored; one cost-only MILP each); unknown labels and re-solves not proven optimal are left
     out. ``known_usd_per_hour``: the cost of a fleet feasible for ``problem`` (it stays feasible
-    with any constraint removed), which bounds each re-solve without changing it."""
+    with any constraint removed), which bounds each re-solve without changing it.
+    ``infeasible_as_inf``: a relaxed problem proven to have no fleet gives ``inf`` (for a
+    caller taking the least over several scopes) rather than being left out."""
     base = replace(problem, budget_usd_per_hour=None)
     out: dict[str, float] = {}
     for label in sorted(labels):
@@ -71,6 +76,8 @@ def relaxed_costs(
         cheaper = solve_fleet(relaxed, cost_only=True, known_usd_per_hour=known_usd_per_hour)
         if cheaper.status is SolveStatus.OPTIMAL:
             out[label] = cheaper.usd_per_hour
+        elif infeasible_as_inf and cheaper.status is SolveStatus.INFEASIBLE:
+            out[label] = math.inf
     return out
 
 

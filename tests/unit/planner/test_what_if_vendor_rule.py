@@ -1,0 +1,68 @@
+"""What a constraint costs is priced within the vendor rule: the what-if re-solve without
+``min_replicas`` is the cheapest one-vendor fleet without it, not a fleet mixing vendors that
+the plan could never return (which would charge the vendor rule's cost to ``min_replicas``)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+from service.domain.llm import resolve_model
+from service.domain.perfmodel import Slo
+from service.domain.planner import PlanConstraints, PlanRequest, WorkloadBucket
+from service.domain.planner.candidates import build_candidates, fleet_problem
+from service.domain.planner.mixing import gpu_vendors, one_vendor_solve, relaxed_costs_within_rule
+from service.domain.solver import FleetProblem, SolveStatus, relaxed_costs, solve_fleet
+from service.usecases.seed_catalog import seed_snapshot
+
+
+def requests() -> list[PlanRequest]:
+    """Requests on the bundled catalog that ask for two replicas (the default policy: one
+    vendor per fleet), one long-prompt shape each."""
+    rng = random.Random(7)
+    out = []
+    for _ in range(12):
+        out.append(
+            PlanRequest(
+                model=resolve_model("llama-3.1-70b"),
+                precision="fp8",
+                kv_precision="fp8",
+                engine="vllm",
+                qps=rng.uniform(15, 80),
+                buckets=(
+                    WorkloadBucket("b0", 1.0, rng.randint(1000, 5000), rng.randint(100, 800)),
+                ),
+                slo=Slo(rng.uniform(1000, 4000), rng.uniform(50, 110), None, 95),
+                constraints=PlanConstraints(headroom=0.2, min_replicas=2),
+            )
+        )
+    return out
+
+
+def without_replica_floor(problem: FleetProblem) -> FleetProblem:
+    return replace(problem, min_replicas=0, line_min_replicas=0, budget_usd_per_hour=None)
+
+
+def test_the_min_replicas_what_if_is_the_cheapest_one_vendor_fleet_without_it() -> None:
+    differs = 0
+    for request in requests():
+        candidates = build_candidates(request, seed_snapshot())
+        problem = fleet_problem(request, candidates)
+        solution, _ = one_vendor_solve(problem, candidates, request)
+        assert solution.has_fleet
+        got = relaxed_costs_within_rule(problem, candidates, request, ("min_replicas",), solution)
+        vendor = gpu_vendors(candidates)
+        per_vendor = []
+        for v in sorted(set(vendor.values())):
+            scope = replace(
+                problem, options=tuple(o for o in problem.options if vendor[o.gpu_id] == v)
+            )
+            alone = solve_fleet(without_replica_floor(scope), cost_only=True)
+            if alone.status is SolveStatus.OPTIMAL:
+                per_vendor.append(alone.usd_per_hour)
+        assert got["min_replicas"] == min(per_vendor)
+        assert got["min_replicas"] <= solution.usd_per_hour + 1e-9
+        mixed = relaxed_costs(problem, ("min_replicas",), solution.usd_per_hour)["min_replicas"]
+        assert mixed <= got["min_replicas"] + 1e-9
+        differs += mixed < got["min_replicas"] - 1e-9
+    assert differs >= 1  # somewhere a mix of vendors would have been cheaper
