@@ -135,6 +135,8 @@ def test_a_replica_types_capacity_is_stated_once_however_many_offers_sell_it() -
     )
     assert p.fleet is not None
     capacity = [s for s in p.explanation if " replica carries at most " in s]
-    assert len(capacity) == len(set(capacity)) == len(
-        {(x.gpu, x.tensor_parallel, b) for x in p.fleet.lines for b, _ in x.buckets}
+    assert (
+        len(capacity)
+        == len(set(capacity))
+        == len({(x.gpu, x.tensor_parallel, b) for x in p.fleet.lines for b, _ in x.buckets})
     )
