@@ -12,6 +12,7 @@ for the documented reasons of ``purchase_gaps.csv``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import sqlalchemy as sa
@@ -25,8 +26,9 @@ from service.store.csv_format import (
     parse_prices_csv,
     parse_purchase_gaps_csv,
 )
-from service.store.models import GpuRow, PriceGapRow, PricePointRow
+from service.store.models import GpuRow, PriceGapRow, PriceImportRow, PricePointRow
 from service.store.rows import gap_to_row_values, gpu_to_row_values, price_to_row_values
+from service.store.skypilot_seed import BundledImport
 
 # What makes a price observation the same one: a seed never stores it twice.
 _PRICE_IDENTITY = ["gpu_id", "provider", "region", "kind", "instance_type", "observed_at"]
@@ -69,6 +71,38 @@ def append_bundled_prices(
     if inserted:
         _set_revision(bind, revision, now)
     return inserted
+
+
+def seed_bundled_imports(
+    bind: sa.Connection,
+    items: Sequence[BundledImport],
+    *,
+    revision: int,
+    now: datetime,
+    chunk: int,
+) -> None:
+    """Append every offer of the bundled SkyPilot ``items`` (observations already stored are
+    skipped) with ``revision``, and record each file in ``price_imports`` as an import would,
+    so importing it again inserts nothing."""
+    for item in items:
+        values = [
+            price_to_row_values(p, revision=revision, ingested_at=now) for p in item.parsed.points
+        ]
+        inserted = insert_new_prices(bind, values, chunk)
+        bind.execute(
+            sa.insert(PriceImportRow).values(
+                format="skypilot",
+                provider=item.file.cloud,
+                content_sha256=item.content_sha256,
+                observed_at=item.file.observed_at,
+                imported_at=now,
+                rows=item.parsed.rows,
+                observations=len(values),
+                inserted=inserted,
+                revision=revision,
+                source=item.file.source,
+            )
+        )
 
 
 def insert_new_prices(bind: sa.Connection, values: list[dict[str, object]], chunk: int) -> int:

@@ -19,9 +19,9 @@ import sqlalchemy as sa
 from alembic import op
 
 from service.store.csv_format import bundled_text, parse_gpus_csv
-from service.store.migrations.backfill import insert_new_prices, next_catalog_revision
-from service.store.models import GpuRow, PriceImportRow
-from service.store.rows import gpu_to_row_values, price_to_row_values
+from service.store.migrations.backfill import next_catalog_revision, seed_bundled_imports
+from service.store.models import GpuRow
+from service.store.rows import gpu_to_row_values
 from service.store.skypilot_seed import FIRST_SNAPSHOT, bundled_imports
 
 revision = "0005"
@@ -50,26 +50,9 @@ def upgrade() -> None:
     ]
     if missing:
         op.bulk_insert(GpuRow.__table__, missing)
-    for item in bundled_imports(gpus, FIRST_SNAPSHOT):
-        values = [
-            price_to_row_values(p, revision=new_revision, ingested_at=now)
-            for p in item.parsed.points
-        ]
-        inserted = insert_new_prices(bind, values, _CHUNK)
-        bind.execute(
-            sa.insert(PriceImportRow).values(
-                format="skypilot",
-                provider=item.file.cloud,
-                content_sha256=item.content_sha256,
-                observed_at=item.file.observed_at,
-                imported_at=now,
-                rows=item.parsed.rows,
-                observations=len(values),
-                inserted=inserted,
-                revision=new_revision,
-                source=item.file.source,
-            )
-        )
+    seed_bundled_imports(
+        bind, bundled_imports(gpus, FIRST_SNAPSHOT), revision=new_revision, now=now, chunk=_CHUNK
+    )
 
 
 def downgrade() -> None:

@@ -19,13 +19,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import sqlalchemy as sa
 from alembic import op
 
 from service.store.csv_format import bundled_text, parse_gpus_csv
-from service.store.migrations.backfill import insert_new_prices, next_catalog_revision
-from service.store.models import PriceImportRow
-from service.store.rows import price_to_row_values
+from service.store.migrations.backfill import next_catalog_revision, seed_bundled_imports
 from service.store.skypilot_seed import V9_FILES, bundled_imports
 
 revision = "0013"
@@ -33,34 +30,17 @@ down_revision = "0012"
 branch_labels = None
 depends_on = None
 
-_CHUNK = 500
-
 
 def upgrade() -> None:
     bind = op.get_bind()
     now = datetime.now(UTC)
-    new_revision = next_catalog_revision(bind, now)
-    gpus = {g.id: g for g in parse_gpus_csv(bundled_text("gpus.csv"))}
-    for item in bundled_imports(gpus, V9_FILES):
-        values = [
-            price_to_row_values(p, revision=new_revision, ingested_at=now)
-            for p in item.parsed.points
-        ]
-        inserted = insert_new_prices(bind, values, _CHUNK)
-        bind.execute(
-            sa.insert(PriceImportRow).values(
-                format="skypilot",
-                provider=item.file.cloud,
-                content_sha256=item.content_sha256,
-                observed_at=item.file.observed_at,
-                imported_at=now,
-                rows=item.parsed.rows,
-                observations=len(values),
-                inserted=inserted,
-                revision=new_revision,
-                source=item.file.source,
-            )
-        )
+    seed_bundled_imports(
+        bind,
+        bundled_imports({g.id: g for g in parse_gpus_csv(bundled_text("gpus.csv"))}, V9_FILES),
+        revision=next_catalog_revision(bind, now),
+        now=now,
+        chunk=500,
+    )
 
 
 def downgrade() -> None:
