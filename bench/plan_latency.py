@@ -104,7 +104,7 @@ def solver_offers(snapshot: CatalogSnapshot) -> int:
     )
 
 
-HELPERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="solver-aux")
+HELPERS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="solver-aux")
 
 
 CPU_MS: list[float] = []

@@ -27,9 +27,10 @@ class SolverPool:
 
     def __init__(self, workers: int, queue: int, gauges: SolverGauges) -> None:
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="solver")
-        # Each running solve may overlap its independent MILPs (main, alternatives, budget)
-        # here; HiGHS releases the GIL, so on several cores one plan finishes sooner.
-        self.helpers = ThreadPoolExecutor(max_workers=workers * 2, thread_name_prefix="solver-aux")
+        # Each running solve overlaps its single-type solves with its own (one helper job per
+        # plan, see planner.plan); HiGHS releases the GIL, so on several cores a plan finishes
+        # sooner.
+        self.helpers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="solver-aux")
         self._workers = workers
         self._limit = workers + queue
         self._admitted = 0

@@ -34,11 +34,10 @@ def single_type_fleets(
     request: PlanRequest,
     candidates: Candidates,
     problem: FleetProblem,
-    gpus: tuple[str, ...] | None = None,
 ) -> tuple[dict[str, FleetSolution], tuple[Alternative, ...]]:
-    """The cheapest fleet of each GPU type alone (of ``gpus`` only, when given), solved and
-    assembled (sorted by cost: :func:`by_cost`)."""
-    singles = cheapest_single_type(problem, gpus=gpus)
+    """The cheapest fleet of each GPU type alone, solved and assembled (sorted by cost:
+    :func:`by_cost`)."""
+    singles = cheapest_single_type(problem)
     found = [(gpu, sol) for gpu, sol in singles.items() if sol.has_fleet]
     fleets = assemble_fleets(request, candidates, [sol for _, sol in found], with_capacity=False)
     alternatives = by_cost(

@@ -27,7 +27,6 @@ from datetime import datetime
 from service.domain.catalog import CatalogSnapshot
 from service.domain.planner.assemble import (
     assemble_fleet,
-    by_cost,
     single_type_fleets,
     usd_per_million_tokens,
 )
@@ -50,7 +49,6 @@ from service.domain.planner.redundancy import redundancy, redundancy_sentence
 from service.domain.planner.relax import latency_floors, relaxations, with_floors
 from service.domain.planner.request import PlanRequest
 from service.domain.planner.result import (
-    Alternative,
     BucketSummary,
     Plan,
     Rejection,
@@ -129,25 +127,17 @@ def _solve(
 
     problem = fleet_problem(request, candidates)
     if executor is not None:
-        # The single-type solves are independent: two jobs share them.
-        gpus = tuple(sorted({o.gpu_id for o in problem.options}))
-        parts = (gpus,) if len(gpus) < 2 else (gpus[0::2], gpus[1::2])
-        singles_jobs = [
-            executor.submit(single_type_fleets, request, candidates, problem, part)
-            for part in parts
-        ]
+        # One helper job runs the single-type solves while this thread runs the policy's.
+        # Not two: the single types are mostly Python (pruning, closed forms) and hold the GIL,
+        # so a second helper mostly slows this thread's solves; measured on cold 4-bucket
+        # plans (bench/plan_latency.py requests, 2 cores), one job gives a median 6-9% lower.
+        singles_job = executor.submit(single_type_fleets, request, candidates, problem)
         solution, budget_qps = one_vendor_solve(problem, candidates, request)
         # The what-if re-solves need only the fleet's cost as a bound: this thread runs them
         # now, while the helpers finish the single types (queued behind those, they would
         # start late).
         relaxed = _relaxed(problem, candidates, request, solution)
-        singles = {}
-        found: list[Alternative] = []
-        for job in singles_jobs:
-            part_singles, part_alternatives = job.result()
-            singles.update(part_singles)
-            found.extend(part_alternatives)
-        alternatives = by_cost(found)
+        singles, alternatives = singles_job.result()
     else:
         solution, budget_qps = one_vendor_solve(problem, candidates, request)
         relaxed = _relaxed(problem, candidates, request, solution)
