@@ -132,12 +132,12 @@ MISS_REASONS: dict[tuple[str, str], str] = {
         "than predicted from other builds. Dense Qwen3 14B/32B on A100 run 1.4-1.7x faster than"
         " predicted: vLLM's efficiency multipliers are shared by every GPU family and fitted "
         "mostly on MoE models on Hopper; a separate fused-MoE kernel efficiency per build was "
-        "tried and raised the LOSO error. dstack's 8x H100 Llama-3.1-405B-FP8 batches (a vLLM "
-        "0.6.3 development build, scored, not fitted; 17 rows) are predicted within 6-13% up "
-        "to 32 prompts of 128 tokens or 16 of 2,048; larger batches and every 32,784-token "
-        "batch run 1.5-2.9x slower than predicted: Meta's FP8 checkpoint keeps self-attention "
-        "in BF16, leaving less memory for the KV cache than the all-FP8 weights the model "
-        "assumes."
+        "tried and raised the LOSO error. dstack's 8x H100 batches of Meta's "
+        "Llama-3.1-405B-FP8 checkpoint (attention and the outer layers in BF16, which the "
+        "model counts; a vLLM 0.6.3 development build, scored, not fitted; 17 rows) are "
+        "predicted within 6% up to 32 prompts of 128 tokens or 16 of 2,048; larger batches "
+        "and every 32,784-token batch run 1.35-2.05x slower than predicted, a gap no other "
+        "source on this build can explain."
     ),
     ("vllm", "throughput_at_load"): (
         "18 of the 23 rows are dstack's DeepSeek-R1 runs with vLLM, predicted at 2.3x (MI300X) "

@@ -105,6 +105,14 @@ class ModelOut(WireOut, kw_only=True):
     kv_lora_rank: int
     qk_rope_head_dim: int
     tie_embeddings: bool
+    ffn_only_quantized: Annotated[
+        bool,
+        Meta(
+            description="The published quantized checkpoint quantizes only the inner layers' "
+            "MLPs; attention and the first and last layers stay 16-bit (Meta's Llama 3.1 405B "
+            "FP8)."
+        ),
+    ]
     aliases: list[str]
     source: str
 
@@ -134,6 +142,7 @@ class ModelOut(WireOut, kw_only=True):
             kv_lora_rank=arch.kv_lora_rank,
             qk_rope_head_dim=arch.qk_rope_head_dim,
             tie_embeddings=arch.tie_embeddings,
+            ffn_only_quantized=arch.ffn_only_quantized,
             aliases=aliases,
             source=arch.source,
         )

@@ -41,6 +41,10 @@ class ModelArch:
     * ``sliding_window`` tokens on ``sliding_window_layers`` layers (Mistral v0.1, Gemma 2,
       Llama 4 chunked attention). Recorded; the performance model does not shrink KV for it
       (see ``service.domain.perfmodel``), which is conservative.
+    * ``ffn_only_quantized``: the published quantized checkpoint quantizes only the
+      feed-forward weights of the inner layers; attention projections and the first and last
+      layers stay 16-bit (Meta's Llama 3.1 FP8 release, as the Llama 3 paper's FP8 section
+      describes). With weights under 16 bits, those parts are stored and multiplied in 16-bit.
     """
 
     id: str
@@ -72,6 +76,7 @@ class ModelArch:
     v_head_dim: int = 0
     sliding_window: int = 0
     sliding_window_layers: int = 0
+    ffn_only_quantized: bool = False
     source: str = field(default="", compare=False)
     _hash: int = field(init=False, repr=False, compare=False, hash=False)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ALIASES", "normalise_name"]
+__all__ = ["ALIASES", "CHECKPOINTS", "checkpoint_preset", "normalise_name"]
 
 # Explicit aliases (normalised form -> preset id). Normalisation (see `normalise_name`) already
 # strips an organisation prefix, case, "-instruct"/"-hf"/"-chat"/"-base"/"-it" and quantisation
@@ -52,6 +52,33 @@ ALIASES: dict[str, str] = {
     "falcon-180b-chat": "falcon-180b",
     "gemma2-27b": "gemma-2-27b",
 }
+
+# Published checkpoints whose quantization differs from what their format usually covers,
+# matched on the whole name (case, separators; the organisation must be the publisher's or
+# absent) before normalisation, which would strip the "-fp8" that tells them apart.
+# Meta's Llama 3.1 405B FP8 release quantizes only the inner layers' MLPs (the Llama 3
+# paper, section 6.2: self-attention and the first and last layers stay BF16); other
+# publishers' FP8 405B checkpoints (NVIDIA ModelOpt, AMD Quark) quantize attention as well.
+CHECKPOINTS: dict[str, tuple[str, str]] = {
+    "llama-3.1-405b-fp8": ("meta-llama", "llama-3.1-405b-fp8"),
+    "llama-3.1-405b-instruct-fp8": ("meta-llama", "llama-3.1-405b-fp8"),
+    "meta-llama-3.1-405b-fp8": ("meta-llama", "llama-3.1-405b-fp8"),
+    "meta-llama-3.1-405b-instruct-fp8": ("meta-llama", "llama-3.1-405b-fp8"),
+}
+
+
+def checkpoint_preset(name: str) -> str | None:
+    """The preset id of a published checkpoint in :data:`CHECKPOINTS`, or ``None``."""
+    s = name.strip().lower()
+    org = ""
+    if "/" in s:
+        org, s = s.rsplit("/", 1)
+    s = re.sub(r"[\s_]+", "-", s)
+    found = CHECKPOINTS.get(s)
+    if found is None or (org and org != found[0]):
+        return None
+    return found[1]
+
 
 _STRIP_SUFFIXES = (
     "instruct",

@@ -99,6 +99,14 @@ _PRESET_LIST: tuple[ModelArch, ...] = (
     # huggingface.co/meta-llama/Llama-3.1-405B/config.json
     _llama("llama-3.1-405b", "Llama 3.1 405B", 405.9, 126, 16384, 128, 8, 53248, 128256, 131072,
            "hf:meta-llama/Llama-3.1-405B/config.json"),
+    # huggingface.co/meta-llama/Llama-3.1-405B-FP8: the same shapes; only the inner layers'
+    # MLPs are FP8 (The Llama 3 Herd of Models, section 6.2, "FP8 quantization")
+    replace(
+        _llama("llama-3.1-405b-fp8", "Llama 3.1 405B FP8 (Meta's checkpoint)", 405.9, 126,
+               16384, 128, 8, 53248, 128256, 131072,
+               "hf:meta-llama/Llama-3.1-405B-FP8/config.json"),
+        ffn_only_quantized=True,
+    ),
     # huggingface.co/mistralai/Mistral-7B-v0.1/config.json (sliding_window 4096)
     replace(
         _llama("mistral-7b", "Mistral 7B", 7.24, 32, 4096, 32, 8, 14336, 32000, 32768,

@@ -25,7 +25,7 @@ from service.domain.errors import InvalidInput, UnknownModel
 from service.domain.llm.arch import ModelArch
 from service.domain.llm.derive import derive_arch
 from service.domain.llm.hf_config import hf_arch
-from service.domain.llm.names import ALIASES, normalise_name
+from service.domain.llm.names import ALIASES, CHECKPOINTS, checkpoint_preset, normalise_name
 from service.domain.llm.presets import PRESETS
 
 __all__ = ["ResolvedModel", "preset_aliases", "resolve_model"]
@@ -100,6 +100,9 @@ def _suggestions(norm: str) -> tuple[tuple[str, ...], str]:
 
 def _lookup_preset(name: str) -> tuple[ModelArch, tuple[str, ...]]:
     """Preset for a name or alias; ``UnknownModel`` with difflib suggestions otherwise."""
+    checkpoint = checkpoint_preset(name)
+    if checkpoint is not None:
+        return PRESETS[checkpoint], ()
     norm = normalise_name(name)
     if norm in PRESETS:
         return PRESETS[norm], ()
@@ -152,4 +155,6 @@ def resolve_model(spec: str | Mapping[str, Any]) -> ResolvedModel:
 
 def preset_aliases(model_id: str) -> tuple[str, ...]:
     """The aliases that resolve to preset ``model_id`` (sorted; the id itself excluded)."""
-    return tuple(sorted(alias for alias, target in ALIASES.items() if target == model_id))
+    found = {alias for alias, target in ALIASES.items() if target == model_id}
+    found |= {name for name, (_, target) in CHECKPOINTS.items() if target == model_id}
+    return tuple(sorted(found - {model_id}))

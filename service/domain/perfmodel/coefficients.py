@@ -157,6 +157,8 @@ class _Weights:
 
     wb: float
     body_card: float
+    body16: float
+    body_card_b: float
     head_card: float
     exp_card: float
     card_b: float
@@ -240,28 +242,45 @@ def _hardware(
 
 
 def _weights(model: ModelArch, pc: ParamCounts, plan: PrecisionPlan, t: int, dp: bool) -> _Weights:
-    """Step 2: weights per card and per replica (bytes); embedding and LM head stay 16-bit.
+    """Step 2: weights per card and per replica (bytes); embedding and LM head stay 16-bit,
+    and so does the part of the body a checkpoint leaves unquantized (:func:`body_16bit`).
 
     Under attention DP every non-expert layer runs data-parallel (TP 1), so its weights are
     replicated on each rank; only routed experts are split.
     """
     wb = plan.weight_bytes if plan.weight_bytes > 0 else 2.0
     rep = 1 if dp else t
+    body16 = body_16bit(model, pc) if wb < 2.0 else 0.0
+    extra16 = body16 * (2.0 - wb)  # bytes the 16-bit part adds over the format
     body_card = pc.body / rep
     head_card = pc.lm_head / rep
     emb_card = pc.embedding / rep
     exp_card = pc.experts_total / t
     head_bytes = 0.0 if model.tie_embeddings else head_card * 2.0
-    weights_card = (body_card + exp_card) * wb + emb_card * 2.0 + head_bytes
+    weights_card = (body_card + exp_card) * wb + extra16 / rep + emb_card * 2.0 + head_bytes
     weights_replica = (
         weights_card * t
         if dp
         else (
             (pc.body + pc.experts_total) * wb
+            + extra16
             + (pc.embedding + (0.0 if model.tie_embeddings else pc.lm_head)) * 2.0
         )
     )
-    return _Weights(wb, body_card, head_card, exp_card, weights_card, weights_replica)
+    return _Weights(
+        wb, body_card, body16, body_card * wb + extra16 / rep, head_card, exp_card,
+        weights_card, weights_replica,
+    )  # fmt: skip
+
+
+def body_16bit(model: ModelArch, pc: ParamCounts) -> float:
+    """Body parameters a quantized checkpoint leaves 16-bit: none, or with
+    ``ffn_only_quantized`` every attention projection and the rest of the first and last
+    layers (their MLPs)."""
+    if not model.ffn_only_quantized or model.n_layers <= 0:
+        return 0.0
+    per_layer_rest = (pc.body - pc.attention) / model.n_layers
+    return pc.attention + min(2, model.n_layers) * per_layer_rest
 
 
 def window_layers(model: ModelArch) -> int:
@@ -448,6 +467,12 @@ def build_setup(
             "routed experts sharded, each rank runs its own sequences"
         )
     w = _weights(model, pc, hw.plan, t, dp)
+    if w.body16 > 0:
+        notes.append(
+            f"{model.id}: the checkpoint keeps attention and the first and last layers 16-bit "
+            f"({w.body16 / 1e9:.0f}B of its parameters), only the other MLPs are "
+            f"{dep.precision}"
+        )
     kv_full, kv_win = _kv_token_bytes(model, hw.kv_b, t, dp, notes)
     n_w = window_layers(model)
     window = model.sliding_window if n_w else 0
@@ -485,11 +510,11 @@ def build_setup(
         kv_token_b=kv_token,
         kv_win_b=kv_alloc_win,
         window=window,
-        w_dense_s=(w.body_card * w.wb + w.head_card * 2.0) / r.bw,
+        w_dense_s=(w.body_card_b + w.head_card * 2.0) / r.bw,
         w_exp_s=w.exp_card * w.wb / r.bw * imb,
         n_exp=model.n_experts,
         top_k=model.experts_per_token,
-        g_dense_tok_s=2.0 * (pc.body / t) / r.fg,
+        g_dense_tok_s=2.0 * ((pc.body - w.body16) / t / r.fg + w.body16 / t / r.f16),
         g_head_tok_s=2.0 * (pc.lm_head / t) / r.f16,
         g_exp_tok_s=2.0 * (pc.experts_active / t) / r.f_moe * imb if model.is_moe else 0.0,
         kv_ctx_s=kv_full / (r.bw * cal.kv_read_eff),

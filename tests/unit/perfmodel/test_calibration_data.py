@@ -290,7 +290,7 @@ def test_offline_vllm_batches_load_as_bursts(loaded: tuple[list[Row], LoadReport
     llama = [r for r in rows if r.source == DSTACK_405B]
     assert len(llama) == 17
     assert {(r.build, r.gpu_id, r.model.id, r.load, r.metric) for r in llama} == {
-        ("vllm-0.6", "h100-sxm", "llama-3.1-405b", "burst", "requests")
+        ("vllm-0.6", "h100-sxm", "llama-3.1-405b-fp8", "burst", "requests")
     }
     assert {r.load_n for r in llama} == {4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0}
 
