@@ -9,10 +9,10 @@ from dataclasses import replace
 
 import pytest
 
-from service.domain.llm import PRESETS, param_counts, resolve_model
-from service.domain.perfmodel import RequestShape, estimate
+from service.domain.llm import PRESETS, ModelArch, param_counts, resolve_model
+from service.domain.perfmodel import Deployment, RequestShape, estimate
 from service.domain.perfmodel.calibration import PUBLIC_PROFILES, default_calibration
-from service.domain.perfmodel.coefficients import body_16bit, build_setup
+from service.domain.perfmodel.coefficients import Setup, body_16bit, build_setup
 from service.domain.perfmodel.memory import kv_pool_bytes
 from tests.unit.perfmodel.physics import dep
 
@@ -21,8 +21,8 @@ ALL_FP8 = PRESETS["llama-3.1-405b"]
 D = dep("h100-sxm", tp=8, prec="fp8")
 
 
-def _setup(model: object, d: object = D) -> object:
-    return build_setup(model, d, PUBLIC_PROFILES["vllm"], default_calibration())  # type: ignore[arg-type]
+def _setup(model: ModelArch, d: Deployment = D) -> Setup:
+    return build_setup(model, d, PUBLIC_PROFILES["vllm"], default_calibration())
 
 
 def test_the_checkpoint_is_the_same_architecture() -> None:
@@ -42,28 +42,28 @@ def test_16bit_part_is_attention_and_two_layers_of_mlp() -> None:
 def test_weights_grow_by_one_byte_per_16bit_parameter() -> None:
     meta, fp8 = _setup(META), _setup(ALL_FP8)
     extra = body_16bit(META, param_counts(META))  # 2 bytes instead of 1
-    assert meta.weights_replica_b - fp8.weights_replica_b == pytest.approx(extra, rel=1e-9)  # type: ignore[attr-defined]
-    assert meta.weights_b - fp8.weights_b == pytest.approx(extra / 8, rel=1e-9)  # type: ignore[attr-defined]
+    assert meta.weights_replica_b - fp8.weights_replica_b == pytest.approx(extra, rel=1e-9)
+    assert meta.weights_b - fp8.weights_b == pytest.approx(extra / 8, rel=1e-9)
 
 
 def test_less_kv_cache_and_a_slower_memory_bound_decode() -> None:
     meta, fp8 = _setup(META), _setup(ALL_FP8)
     extra_card = body_16bit(META, param_counts(META)) / 8
-    pool_meta = kv_pool_bytes(meta, 2048, 2048)  # type: ignore[arg-type]
-    pool_fp8 = kv_pool_bytes(fp8, 2048, 2048)  # type: ignore[arg-type]
+    pool_meta = kv_pool_bytes(meta, 2048, 2048)
+    pool_fp8 = kv_pool_bytes(fp8, 2048, 2048)
     # every byte of weights comes out of the KV pool (nothing else changes)
     assert pool_fp8 - pool_meta == pytest.approx(extra_card, rel=0.02)
     shape = RequestShape(128, 2048)
     one_meta = estimate(META, D, shape, concurrency=1)
     one_fp8 = estimate(ALL_FP8, D, shape, concurrency=1)
     # batch 1 decode streams the weights: TPOT grows with the bytes, at most in proportion
-    ratio = meta.weights_b / fp8.weights_b  # type: ignore[attr-defined]
+    ratio = meta.weights_b / fp8.weights_b
     assert 1.0 < one_meta.tpot_ms / one_fp8.tpot_ms <= ratio
 
 
 def test_16bit_weights_are_unchanged() -> None:
     d16 = dep("h100-sxm", tp=8, prec="bf16")
-    assert _setup(META, d16).weights_b == _setup(ALL_FP8, d16).weights_b  # type: ignore[attr-defined]
+    assert _setup(META, d16).weights_b == _setup(ALL_FP8, d16).weights_b
 
 
 @pytest.mark.parametrize(
