@@ -203,6 +203,11 @@ def test_kv_bytes_per_token_mla_deepseek_v32() -> None:
         ("deepseek-ai/DeepSeek-R1-0528", "deepseek-v3"),
         ("meta-llama/Llama-3.1-405B-Instruct", "llama-3.1-405b"),
         ("amd/Llama-3.1-405B-Instruct-FP8-KV", "llama-3.1-405b"),
+        # Meta's FP8 checkpoint keeps attention 16-bit; other publishers' FP8 405B does not
+        ("meta-llama/Llama-3.1-405B-Instruct-FP8", "llama-3.1-405b-fp8"),
+        ("meta-llama/Llama-3.1-405B-FP8", "llama-3.1-405b-fp8"),
+        ("Llama-3.1-405B-FP8", "llama-3.1-405b-fp8"),
+        ("nvidia/Llama-3.1-405B-Instruct-FP8", "llama-3.1-405b"),
         ("amd/Llama-3.1-70B-Instruct-FP8-KV", "llama-3.1-70b"),
         ("meta-llama/Meta-Llama-3.1-8B-Instruct", "llama-3.1-8b"),
     ],

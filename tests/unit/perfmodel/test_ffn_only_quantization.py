@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from service.domain.llm import PRESETS, ModelArch, param_counts, resolve_model
+from service.domain.llm import PRESETS, ModelArch, param_counts
 from service.domain.perfmodel import Deployment, RequestShape, estimate
 from service.domain.perfmodel.calibration import PUBLIC_PROFILES, default_calibration
 from service.domain.perfmodel.coefficients import Setup, body_16bit, build_setup
@@ -64,21 +64,6 @@ def test_less_kv_cache_and_a_slower_memory_bound_decode() -> None:
 def test_16bit_weights_are_unchanged() -> None:
     d16 = dep("h100-sxm", tp=8, prec="bf16")
     assert _setup(META, d16).weights_b == _setup(ALL_FP8, d16).weights_b
-
-
-@pytest.mark.parametrize(
-    ("name", "preset"),
-    [
-        ("meta-llama/Llama-3.1-405B-Instruct-FP8", "llama-3.1-405b-fp8"),
-        ("meta-llama/Llama-3.1-405B-FP8", "llama-3.1-405b-fp8"),
-        ("Llama-3.1-405B-FP8", "llama-3.1-405b-fp8"),
-        ("nvidia/Llama-3.1-405B-Instruct-FP8", "llama-3.1-405b"),
-        ("amd/Llama-3.1-405B-Instruct-FP8-KV", "llama-3.1-405b"),
-        ("meta-llama/Llama-3.1-405B-Instruct", "llama-3.1-405b"),
-    ],
-)
-def test_names_tell_the_checkpoints_apart(name: str, preset: str) -> None:
-    assert resolve_model(name).arch.id == preset
 
 
 def test_estimates_say_what_stays_16bit() -> None:
