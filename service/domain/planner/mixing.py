@@ -45,25 +45,30 @@ def relaxed_costs_within_rule(
     candidates: Candidates,
     request: PlanRequest,
     labels: tuple[str, ...],
-    solution: FleetSolution,
+    singles: dict[str, FleetSolution],
 ) -> dict[str, float]:
     """``label -> USD/hour`` of the cheapest fleet with that one constraint removed, still
     within the vendor rule (the least over the vendors' scopes), so that what a constraint is
-    said to cost is not what the vendor rule costs. ``solution`` (a fleet of the policy) bounds
-    the re-solves of its own vendor's scope. Labels not proven in every scope are left out."""
+    said to cost is not what the vendor rule costs. Labels not proven in every scope are left
+    out.
+
+    ``singles`` (the cheapest fleet of each GPU type alone, :func:`cheapest_single_type`)
+    bound the re-solves: a one-type fleet lies within its vendor's scope and stays feasible
+    with any constraint removed, so the cheapest of a scope's is a known value for that
+    scope's re-solves. It only narrows the search, and needs nothing from the policy's own
+    solve, so the re-solves can run beside it."""
+
+    def bound(scope: FleetProblem) -> float | None:
+        gpus = {o.gpu_id for o in scope.options}
+        return min(
+            (s.usd_per_hour for gpu, s in singles.items() if gpu in gpus and s.has_fleet),
+            default=None,
+        )
+
     scopes = vendor_scopes(problem, candidates, request)
     if len(scopes) == 1:
-        return relaxed_costs(problem, labels, solution.usd_per_hour)
-    used = {key for key, _ in solution.units}
-    found = [
-        relaxed_costs(
-            scope,
-            labels,
-            solution.usd_per_hour if used <= {o.key for o in scope.options} else None,
-            infeasible_as_inf=True,
-        )
-        for scope in scopes
-    ]
+        return relaxed_costs(problem, labels, bound(problem))
+    found = [relaxed_costs(scope, labels, bound(scope), infeasible_as_inf=True) for scope in scopes]
     out = {}
     for label in labels:
         values = [costs[label] for costs in found if label in costs]

@@ -49,6 +49,7 @@ from service.domain.planner.redundancy import redundancy, redundancy_sentence
 from service.domain.planner.relax import latency_floors, relaxations, with_floors
 from service.domain.planner.request import PlanRequest
 from service.domain.planner.result import (
+    Alternative,
     BucketSummary,
     Plan,
     Rejection,
@@ -74,10 +75,10 @@ def plan(
 ) -> Plan:
     """Solve one fleet request against one catalog snapshot.
 
-    The main solve (with its budget solve) and the single-type alternatives are independent;
-    with an ``executor`` the single types run on its threads while this one runs the main
-    solve and then the what-if re-solves that price the request's constraints (HiGHS releases
-    the GIL); else all run one after the other. The answer is the same either way.
+    The main solve (with its budget solve) is independent of the single-type alternatives
+    and of the what-if re-solves that price the request's constraints; with an ``executor``
+    those run on one of its threads while this one runs the main solve (HiGHS releases the
+    GIL); else all run one after the other. The answer is the same either way.
     An infeasible or over-budget plan also gets its relaxations and its rejections their
     latency floors (``relax``; each relaxation is planned with ``relax=False``).
     """
@@ -126,22 +127,26 @@ def _solve(
         ), frozenset()
 
     problem = fleet_problem(request, candidates)
+    # The policy's fleet is assembled as soon as it is solved: with an ``executor`` that
+    # overlaps the helper's last solves; most plans keep it.
     if executor is not None:
-        # One helper job runs the single-type solves while this thread runs the policy's.
-        # Not two: the single types are mostly Python (pruning, closed forms) and hold the GIL,
+        # One helper job runs the single-type solves and then the what-if re-solves (bounded
+        # by the single types' costs) while this thread runs the policy's solves. Not two
+        # jobs: the single types are mostly Python (pruning, closed forms) and hold the GIL,
         # so a second helper mostly slows this thread's solves; measured on cold 4-bucket
         # plans (bench/plan_latency.py requests, 2 cores), one job gives a median 6-9% lower.
-        singles_job = executor.submit(single_type_fleets, request, candidates, problem)
+        # The what-ifs are mostly HiGHS (no GIL): beside the policy's solves rather than after
+        # them, they take a few ms off the median plan.
+        aside = executor.submit(_aside, request, candidates, problem)
         solution, budget_qps = one_vendor_solve(problem, candidates, request)
-        # The what-if re-solves need only the fleet's cost as a bound: this thread runs them
-        # now, while the helpers finish the single types (queued behind those, they would
-        # start late).
-        relaxed = _relaxed(problem, candidates, request, solution)
-        singles, alternatives = singles_job.result()
+        fleet = assemble_fleet(request, candidates, solution) if solution.has_fleet else None
+        singles, alternatives, relaxed = aside.result()
     else:
         solution, budget_qps = one_vendor_solve(problem, candidates, request)
-        relaxed = _relaxed(problem, candidates, request, solution)
-        singles, alternatives = single_type_fleets(request, candidates, problem)
+        fleet = assemble_fleet(request, candidates, solution) if solution.has_fleet else None
+        singles, alternatives, relaxed = _aside(request, candidates, problem)
+    if not solution.has_fleet:
+        relaxed = None
     if not solution.has_fleet and alternatives:
         # The policy's solves found nothing in their time limit (a single-type fleet exists,
         # so the request is feasible): the cheapest single type is within every rule.
@@ -149,7 +154,7 @@ def _solve(
         solution = singles[alternatives[0].gpu]
         if timed_out:
             solution = replace(solution, status=SolveStatus.TIME_LIMIT)
-    fleet = assemble_fleet(request, candidates, solution) if solution.has_fleet else None
+        fleet = assemble_fleet(request, candidates, solution)
     decision = decide(request, fleet, alternatives)
     if decision.rule == "mix_saving_below_threshold" and decision.single_type_gpu is not None:
         gpu = decision.single_type_gpu
@@ -218,15 +223,18 @@ def _solve(
     ), binding
 
 
-def _relaxed(
-    problem: FleetProblem, candidates: Candidates, request: PlanRequest, solution: FleetSolution
-) -> dict[str, float] | None:
-    """The what-if costs of the request's priced constraints (within the vendor rule), or
-    ``None`` when there are none or no fleet."""
+def _aside(
+    request: PlanRequest, candidates: Candidates, problem: FleetProblem
+) -> tuple[dict[str, FleetSolution], tuple[Alternative, ...], dict[str, float] | None]:
+    """What the plan needs beside the policy's fleet: the single-type fleets, their
+    alternatives, and the what-if costs of the request's priced constraints within the vendor
+    rule (``None`` when there are none)."""
+    singles, alternatives = single_type_fleets(request, candidates, problem)
     labels = priced_constraints(request)
-    if not labels or not solution.has_fleet:
-        return None
-    return relaxed_costs_within_rule(problem, candidates, request, labels, solution)
+    relaxed = (
+        relaxed_costs_within_rule(problem, candidates, request, labels, singles) if labels else None
+    )
+    return singles, alternatives, relaxed
 
 
 # ---- assembly -----------------------------------------------------------------------------

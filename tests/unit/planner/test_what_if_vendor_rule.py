@@ -12,7 +12,13 @@ from service.domain.perfmodel import Slo
 from service.domain.planner import PlanConstraints, PlanRequest, WorkloadBucket
 from service.domain.planner.candidates import build_candidates, fleet_problem
 from service.domain.planner.mixing import gpu_vendors, one_vendor_solve, relaxed_costs_within_rule
-from service.domain.solver import FleetProblem, SolveStatus, relaxed_costs, solve_fleet
+from service.domain.solver import (
+    FleetProblem,
+    SolveStatus,
+    cheapest_single_type,
+    relaxed_costs,
+    solve_fleet,
+)
 from service.usecases.seed_catalog import seed_snapshot
 
 
@@ -50,7 +56,8 @@ def test_the_min_replicas_what_if_is_the_cheapest_one_vendor_fleet_without_it() 
         problem = fleet_problem(request, candidates)
         solution, _ = one_vendor_solve(problem, candidates, request)
         assert solution.has_fleet
-        got = relaxed_costs_within_rule(problem, candidates, request, ("min_replicas",), solution)
+        singles = cheapest_single_type(problem)
+        got = relaxed_costs_within_rule(problem, candidates, request, ("min_replicas",), singles)
         vendor = gpu_vendors(candidates)
         per_vendor = []
         for v in sorted(set(vendor.values())):
