@@ -10,6 +10,9 @@ costs, in one process:
   per-shape capacities are reused, the MILP and assembly are not).
 - ``catalog``: synthetic GPU types and offers at 1x..10x the real catalog (4 buckets, cold).
 - ``buckets``: 1..16 buckets on the real catalog (cold).
+- ``phases``: the steps of cold 4-bucket plans timed one by one on one thread, with the
+  planner's own building blocks in the order ``plan`` runs them: what the helper thread
+  takes off the critical path, and what stays on it.
 
 Before each case the heap is settled as the server settles it after loading a catalog
 (``service.heap.settle_heap``: what is loaded stays out of the garbage collector's scans).
@@ -32,6 +35,10 @@ from service.domain.catalog import CatalogSnapshot, GpuSpec, PricePoint
 from service.domain.llm import resolve_model
 from service.domain.perfmodel import Slo
 from service.domain.planner import PlanConstraints, PlanRequest, WorkloadBucket, plan
+from service.domain.planner.assemble import assemble_fleet, single_type_fleets
+from service.domain.planner.candidates import build_candidates, fleet_problem
+from service.domain.planner.explain import priced_constraints
+from service.domain.planner.mixing import one_vendor_solve, relaxed_costs_within_rule
 from service.domain.planner.offers import cheapest_per_shape, offers_for
 from service.heap import settle_heap
 from service.usecases.seed_catalog import seed_snapshot
@@ -132,6 +139,40 @@ def measure(
     return times
 
 
+PHASES = (
+    ("candidates (performance model, offers)", "main"),
+    ("policy solve (MILP per vendor scope)", "main"),
+    ("single-type fleets, assembled", "helper"),
+    ("what-if re-solves", "helper"),
+    ("assembly of the plan's fleet", "main"),
+)
+
+
+def phase_times(snapshot: CatalogSnapshot, n: int, seed: int) -> list[list[float]]:
+    """ms of each of :data:`PHASES` per cold 4-bucket plan, one thread, in ``plan``'s order."""
+    rng = random.Random(seed)
+    settle_heap()
+    out: list[list[float]] = [[] for _ in PHASES]
+    for _ in range(n):
+        req = request(rng, 4, cold=True, base_shapes=[])
+        marks = [time.perf_counter()]
+        candidates = build_candidates(req, snapshot)
+        problem = fleet_problem(req, candidates)
+        marks.append(time.perf_counter())
+        solution, _ = one_vendor_solve(problem, candidates, req)
+        marks.append(time.perf_counter())
+        singles, _ = single_type_fleets(req, candidates, problem)
+        marks.append(time.perf_counter())
+        relaxed_costs_within_rule(problem, candidates, req, priced_constraints(req), singles)
+        marks.append(time.perf_counter())
+        if solution.has_fleet:
+            assemble_fleet(req, candidates, solution)
+        marks.append(time.perf_counter())
+        for k in range(len(PHASES)):
+            out[k].append((marks[k + 1] - marks[k]) * 1000)
+    return out
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
@@ -216,6 +257,31 @@ def main() -> None:
             f"| {buckets} | {len(times)} | {statistics.median(times):.1f} | "
             f"{pct(times, 99):.1f} | {max(times):.1f} |"
         )
+    print("\n## Where the time goes (real catalog, 4 buckets, cold, one thread)\n")
+    phases = phase_times(snap, max(20, n // 2), seed=300)
+    print(
+        "Each step timed alone with the planner's building blocks, in the order `plan` runs "
+        "them. A plan runs the single types and the what-ifs on a helper thread beside the "
+        "policy solve (HiGHS releases the GIL; the rest is Python and shares it), so the main "
+        "thread's steps are the least a plan can take on this machine.\n"
+    )
+    print("| step | thread | p50 ms | p90 ms |")
+    print("| --- | --- | ---: | ---: |")
+    for (label, thread), times in zip(PHASES, phases, strict=True):
+        print(f"| {label} | {thread} | {statistics.median(times):.1f} | {pct(times, 90):.1f} |")
+    main_path = [
+        sum(times[i] for (_, thread), times in zip(PHASES, phases, strict=True) if thread == "main")
+        for i in range(len(phases[0]))
+    ]
+    total = [sum(step[i] for step in phases) for i in range(len(phases[0]))]
+    print(
+        f"| all steps, one after the other | | {statistics.median(total):.1f} | "
+        f"{pct(total, 90):.1f} |"
+    )
+    print(
+        f"| main thread's steps alone | | {statistics.median(main_path):.1f} | "
+        f"{pct(main_path, 90):.1f} |"
+    )
 
 
 if __name__ == "__main__":
