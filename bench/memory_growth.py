@@ -81,6 +81,41 @@ def proc_status(pid: int) -> dict[str, int]:
     return values
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (children, their children, ...), from ``/proc/*/stat``."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        found += kids
+        todo += kids
+    return found
+
+
+def helpers_pss(pid: int) -> tuple[int, int]:
+    """(processes, bytes): the processes below the server (the helper processes' fork server,
+    its workers, the resource tracker) and their summed PSS (``/proc/<pid>/smaps_rollup``:
+    pages they share counted once between them)."""
+    total, count = 0, 0
+    for child in descendants(pid):
+        try:
+            rollup = Path(f"/proc/{child}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        count += 1
+        for line in rollup.splitlines():
+            if line.startswith("Pss:"):
+                total += int(line.split()[1]) * 1024
+    return count, total
+
+
 _CACHE_SIZE = re.compile(r"^gpuplan_plan_cache_\w*(entries|bytes|size)\w*(\{.*\})?$")
 
 
@@ -211,11 +246,13 @@ def main() -> int:
         try:
             ready_s = server.start()
             startup = proc_status(server.pid)
+            helpers_start = helpers_pss(server.pid)
             rows = asyncio.run(run(args, server, progress))
             first_id, last_id = progress.plan_ids[0], progress.plan_ids[-1]
             first = http("GET", server.url(f"/v1/plans/{first_id}")).status
             last = http("GET", server.url(f"/v1/plans/{last_id}")).status
             final = proc_status(server.pid)
+            helpers_end = helpers_pss(server.pid)
         finally:
             server.stop()
 
@@ -245,6 +282,12 @@ def main() -> int:
             f"{row.elapsed_s:.0f} |"
         )
     print()
+    print(
+        f"- Helper processes below the server (the solver's helpers, their fork server, the "
+        f"resource tracker), not in the RSS above: {helpers_start[0]} at start, PSS "
+        f"{helpers_start[1] / MIB:.1f} MiB; {helpers_end[0]} at the end, PSS "
+        f"{helpers_end[1] / MIB:.1f} MiB (proportional set size: pages they share counted once)."
+    )
     size = rows[-1].cache_size
     print(
         f"- Plan-cache size: {size if size else 'not exported by /metrics'}; the cache holds the "

@@ -210,6 +210,7 @@ def create_app(
             )
             await state.start()
             pool = SolverPool(settings.solver_workers, settings.solver_queue, metrics)
+            await pool.warm()
             profiles = ProfileResolver(
                 ProfileRepository(engine),
                 state,

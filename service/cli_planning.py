@@ -54,7 +54,7 @@ async def _solve(settings: Settings, draft: PlanDraft) -> SolvedPlan:
         planning = PlanningService(
             state,
             MemoryPlanCache(max_entries=16),
-            SolverPool(1, 0, metrics),
+            SolverPool(1, 0, metrics, helper_processes=False),
             metrics,
             ttl_s=settings.plan_cache_ttl_s,
             time_limit_s=settings.solve_time_limit_s,

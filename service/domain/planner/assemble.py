@@ -2,7 +2,7 @@
 the SLO percentile, cost) and fleet-wide totals."""
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,11 +18,7 @@ from service.domain.planner.candidates import Candidate, Candidates
 from service.domain.planner.request import PlanRequest
 from service.domain.planner.result import Alternative, Fleet, FleetLine
 from service.domain.providers import provider_kind
-from service.domain.solver import (
-    FleetProblem,
-    FleetSolution,
-    cheapest_single_type,
-)
+from service.domain.solver import FleetSolution
 from service.domain.solver.highs import MilpModel, Outcome, solve_milp
 
 _PERCENTILES = (50.0, 90.0, 95.0, 99.0)
@@ -30,20 +26,15 @@ _PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 _LP_TIME_LIMIT_S = 5.0
 
 
-def single_type_fleets(
-    request: PlanRequest,
-    candidates: Candidates,
-    problem: FleetProblem,
-) -> tuple[dict[str, FleetSolution], tuple[Alternative, ...]]:
-    """The cheapest fleet of each GPU type alone, solved and assembled (sorted by cost:
-    :func:`by_cost`)."""
-    singles = cheapest_single_type(problem)
+def single_type_alternatives(
+    request: PlanRequest, candidates: Candidates, singles: Mapping[str, FleetSolution]
+) -> tuple[Alternative, ...]:
+    """The single-type fleets (the cheapest fleet of each GPU type alone,
+    :func:`~service.domain.solver.cheapest_single_type`) that exist, assembled and sorted by
+    cost (:func:`by_cost`)."""
     found = [(gpu, sol) for gpu, sol in singles.items() if sol.has_fleet]
     fleets = assemble_fleets(request, candidates, [sol for _, sol in found], with_capacity=False)
-    alternatives = by_cost(
-        Alternative(gpu, fleet) for (gpu, _), fleet in zip(found, fleets, strict=True)
-    )
-    return singles, alternatives
+    return by_cost(Alternative(gpu, fleet) for (gpu, _), fleet in zip(found, fleets, strict=True))
 
 
 def by_cost(alternatives: Iterable[Alternative]) -> tuple[Alternative, ...]:

@@ -14,6 +14,7 @@ Pure: solver calls on values.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from service.domain.planner.candidates import Candidates
@@ -42,15 +43,14 @@ def _rank(solution: FleetSolution) -> tuple[float, int]:
 
 def relaxed_costs_within_rule(
     problem: FleetProblem,
-    candidates: Candidates,
-    request: PlanRequest,
+    vendors: Mapping[str, str] | None,
     labels: tuple[str, ...],
-    singles: dict[str, FleetSolution],
+    singles: Mapping[str, FleetSolution],
 ) -> dict[str, float]:
     """``label -> USD/hour`` of the cheapest fleet with that one constraint removed, still
-    within the vendor rule (the least over the vendors' scopes), so that what a constraint is
-    said to cost is not what the vendor rule costs. Labels not proven in every scope are left
-    out.
+    within the vendor rule (the least over the vendors' scopes, :func:`scopes_of`), so that
+    what a constraint is said to cost is not what the vendor rule costs. Labels not proven in
+    every scope are left out.
 
     ``singles`` (the cheapest fleet of each GPU type alone, :func:`cheapest_single_type`)
     bound the re-solves: a one-type fleet lies within its vendor's scope and stays feasible
@@ -65,7 +65,7 @@ def relaxed_costs_within_rule(
             default=None,
         )
 
-    scopes = vendor_scopes(problem, candidates, request)
+    scopes = scopes_of(problem, vendors)
     if len(scopes) == 1:
         return relaxed_costs(problem, labels, bound(problem))
     found = [relaxed_costs(scope, labels, bound(scope), infeasible_as_inf=True) for scope in scopes]
@@ -202,13 +202,28 @@ def vendor_scopes(
     """The problems whose cheapest fleet, the cheapest of them, is the plan's under the vendor
     rule: ``problem`` itself when vendors may mix (or only one is in scope), else one problem
     per vendor with only that vendor's options."""
-    vendor = gpu_vendors(candidates)
-    vendors = sorted({vendor[o.gpu_id] for o in problem.options})
-    if request.constraints.mixing.allow_mixed_vendors or len(vendors) <= 1:
+    return scopes_of(problem, scope_vendors(candidates, request))
+
+
+def scope_vendors(candidates: Candidates, request: PlanRequest) -> dict[str, str] | None:
+    """Each GPU's vendor when the vendor rule splits the problem (``allow_mixed_vendors``
+    false), else ``None``: what :func:`scopes_of` needs, as plain data."""
+    if request.constraints.mixing.allow_mixed_vendors:
+        return None
+    return gpu_vendors(candidates)
+
+
+def scopes_of(problem: FleetProblem, vendors: Mapping[str, str] | None) -> tuple[FleetProblem, ...]:
+    """:func:`vendor_scopes` from :func:`scope_vendors`' answer: ``problem`` itself for
+    ``None`` or one vendor in scope, else one problem per vendor (sorted) with its options."""
+    if vendors is None:
+        return (problem,)
+    present = sorted({vendors[o.gpu_id] for o in problem.options})
+    if len(present) <= 1:
         return (problem,)
     return tuple(
-        replace(problem, options=tuple(o for o in problem.options if vendor[o.gpu_id] == v))
-        for v in vendors
+        replace(problem, options=tuple(o for o in problem.options if vendors[o.gpu_id] == v))
+        for v in present
     )
 
 

@@ -20,14 +20,16 @@ Pure: same request and snapshot, same plan.
 
 from __future__ import annotations
 
-from concurrent.futures import Executor
+from concurrent.futures import BrokenExecutor, Executor
 from dataclasses import replace
 from datetime import datetime
 
 from service.domain.catalog import CatalogSnapshot
+from service.domain.planner.aside import solve_aside
 from service.domain.planner.assemble import (
     assemble_fleet,
-    single_type_fleets,
+    fleet_capacity,
+    single_type_alternatives,
     usd_per_million_tokens,
 )
 from service.domain.planner.candidates import Candidates, build_candidates, fleet_problem
@@ -43,7 +45,7 @@ from service.domain.planner.mixing import (
     decide,
     decision_sentence,
     one_vendor_solve,
-    relaxed_costs_within_rule,
+    scope_vendors,
 )
 from service.domain.planner.redundancy import redundancy, redundancy_sentence
 from service.domain.planner.relax import latency_floors, relaxations, with_floors
@@ -51,6 +53,7 @@ from service.domain.planner.request import PlanRequest
 from service.domain.planner.result import (
     Alternative,
     BucketSummary,
+    Fleet,
     Plan,
     Rejection,
     Savings,
@@ -58,7 +61,6 @@ from service.domain.planner.result import (
 )
 from service.domain.planner.routing import routing, routing_sentence
 from service.domain.solver import (
-    FleetProblem,
     FleetSolution,
     ReasonCode,
     SolveStatus,
@@ -76,9 +78,11 @@ def plan(
     """Solve one fleet request against one catalog snapshot.
 
     The main solve (with its budget solve) is independent of the single-type alternatives
-    and of the what-if re-solves that price the request's constraints; with an ``executor``
-    those run on one of its threads while this one runs the main solve (HiGHS releases the
-    GIL); else all run one after the other. The answer is the same either way.
+    and of the what-if re-solves that price the request's constraints
+    (:func:`~service.domain.planner.aside.solve_aside`); with an ``executor`` (threads or
+    processes) those run on one of its workers while this thread runs the main solve, else
+    all run one after the other. The answer is the same either way; a broken executor only
+    makes this thread do the helper's share.
     An infeasible or over-budget plan also gets its relaxations and its rejections their
     latency floors (``relax``; each relaxation is planned with ``relax=False``).
     """
@@ -127,24 +131,26 @@ def _solve(
         ), frozenset()
 
     problem = fleet_problem(request, candidates)
-    # The policy's fleet is assembled as soon as it is solved: with an ``executor`` that
-    # overlaps the helper's last solves; most plans keep it.
+    vendors = scope_vendors(candidates, request)
+    labels = priced_constraints(request)
     if executor is not None:
-        # One helper job runs the single-type solves and then the what-if re-solves (bounded
-        # by the single types' costs) while this thread runs the policy's solves. Not two
-        # jobs: the single types are mostly Python (pruning, closed forms) and hold the GIL,
-        # so a second helper mostly slows this thread's solves; measured on cold 4-bucket
-        # plans (bench/plan_latency.py requests, 2 cores), one job gives a median 6-9% lower.
-        # The what-ifs are mostly HiGHS (no GIL): beside the policy's solves rather than after
-        # them, they take a few ms off the median plan.
-        aside = executor.submit(_aside, request, candidates, problem)
+        # The helper runs the single-type solves and then the what-if re-solves (bounded by
+        # the single types' costs) while this thread solves and assembles the policy's fleet.
+        # Plain values go to the helper and come back, so on a process pool the two share
+        # nothing (no GIL); on threads HiGHS still releases it.
+        aside = executor.submit(solve_aside, problem, vendors, labels)
         solution, budget_qps = one_vendor_solve(problem, candidates, request)
         fleet = assemble_fleet(request, candidates, solution) if solution.has_fleet else None
-        singles, alternatives, relaxed = aside.result()
+        try:
+            singles, relaxed = aside.result()
+        except BrokenExecutor:
+            # The helper died (a process pool lost a worker): this thread does its share.
+            singles, relaxed = solve_aside(problem, vendors, labels)
     else:
         solution, budget_qps = one_vendor_solve(problem, candidates, request)
         fleet = assemble_fleet(request, candidates, solution) if solution.has_fleet else None
-        singles, alternatives, relaxed = _aside(request, candidates, problem)
+        singles, relaxed = solve_aside(problem, vendors, labels)
+    alternatives = single_type_alternatives(request, candidates, singles)
     if not solution.has_fleet:
         relaxed = None
     if not solution.has_fleet and alternatives:
@@ -154,12 +160,14 @@ def _solve(
         solution = singles[alternatives[0].gpu]
         if timed_out:
             solution = replace(solution, status=SolveStatus.TIME_LIMIT)
-        fleet = assemble_fleet(request, candidates, solution)
+        fleet = _single_type_fleet(request, candidates, alternatives[0], solution)
     decision = decide(request, fleet, alternatives)
     if decision.rule == "mix_saving_below_threshold" and decision.single_type_gpu is not None:
         gpu = decision.single_type_gpu
         solution = singles[gpu]
-        fleet = assemble_fleet(request, candidates, solution)
+        fleet = _single_type_fleet(
+            request, candidates, next(a for a in alternatives if a.gpu == gpu), solution
+        )
         if request.budget_usd_per_hour is not None:
             budget_qps = solve_single_type(problem, gpu, with_max_qps=True).max_qps_within_budget
     rejected = dict(candidates.rejected)
@@ -223,21 +231,15 @@ def _solve(
     ), binding
 
 
-def _aside(
-    request: PlanRequest, candidates: Candidates, problem: FleetProblem
-) -> tuple[dict[str, FleetSolution], tuple[Alternative, ...], dict[str, float] | None]:
-    """What the plan needs beside the policy's fleet: the single-type fleets, their
-    alternatives, and the what-if costs of the request's priced constraints within the vendor
-    rule (``None`` when there are none)."""
-    singles, alternatives = single_type_fleets(request, candidates, problem)
-    labels = priced_constraints(request)
-    relaxed = (
-        relaxed_costs_within_rule(problem, candidates, request, labels, singles) if labels else None
-    )
-    return singles, alternatives, relaxed
-
-
 # ---- assembly -----------------------------------------------------------------------------
+
+
+def _single_type_fleet(
+    request: PlanRequest, candidates: Candidates, alternative: Alternative, solution: FleetSolution
+) -> Fleet:
+    """The plan's fleet when it is a single-type alternative: its lines as already assembled,
+    with the fleet's capacity (what :func:`assemble_fleet` adds to them)."""
+    return replace(alternative.fleet, qps_capacity=fleet_capacity(request, candidates, solution))
 
 
 def _newest_observation(snapshot: CatalogSnapshot) -> datetime | None:

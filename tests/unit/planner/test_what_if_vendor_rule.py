@@ -11,7 +11,12 @@ from service.domain.llm import resolve_model
 from service.domain.perfmodel import Slo
 from service.domain.planner import PlanConstraints, PlanRequest, WorkloadBucket
 from service.domain.planner.candidates import build_candidates, fleet_problem
-from service.domain.planner.mixing import gpu_vendors, one_vendor_solve, relaxed_costs_within_rule
+from service.domain.planner.mixing import (
+    gpu_vendors,
+    one_vendor_solve,
+    relaxed_costs_within_rule,
+    scope_vendors,
+)
 from service.domain.solver import (
     FleetProblem,
     SolveStatus,
@@ -57,7 +62,8 @@ def test_the_min_replicas_what_if_is_the_cheapest_one_vendor_fleet_without_it() 
         solution, _ = one_vendor_solve(problem, candidates, request)
         assert solution.has_fleet
         singles = cheapest_single_type(problem)
-        got = relaxed_costs_within_rule(problem, candidates, request, ("min_replicas",), singles)
+        vendors = scope_vendors(candidates, request)
+        got = relaxed_costs_within_rule(problem, vendors, ("min_replicas",), singles)
         vendor = gpu_vendors(candidates)
         per_vendor = []
         for v in sorted(set(vendor.values())):

@@ -1,0 +1,48 @@
+"""A plan whose helper is broken (a process pool that lost its worker) is still the plan: the
+planner's own thread does the helper's share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TypeVar
+
+from service.domain.llm import resolve_model
+from service.domain.perfmodel import Slo
+from service.domain.planner import PlanConstraints, PlanRequest, WorkloadBucket, plan
+from service.usecases.seed_catalog import seed_snapshot
+
+T = TypeVar("T")
+
+
+class Broken(Executor):
+    """Every job fails as a process pool's jobs fail once a worker died."""
+
+    def __init__(self) -> None:
+        self.submitted = 0
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        self.submitted += 1
+        future: Future[T] = Future()
+        future.set_exception(BrokenProcessPool("a worker died"))
+        return future
+
+
+def test_a_broken_helper_leaves_the_plan_unchanged() -> None:
+    request = PlanRequest(
+        model=resolve_model("llama-3.1-8b"),
+        precision="fp16",
+        kv_precision="fp16",
+        engine="vllm",
+        qps=12.0,
+        buckets=(WorkloadBucket("chat", 1.0, 800, 200),),
+        slo=Slo(ttft_ms=1500, tpot_ms=60, e2e_ms=None, percentile=95),
+        constraints=PlanConstraints(min_replicas=2),
+    )
+    snapshot = seed_snapshot()
+    broken = Broken()
+    got = plan(request, snapshot, executor=broken)
+    assert broken.submitted == 1
+    assert got.fleet is not None and got.alternatives
+    assert repr(got) == repr(plan(request, snapshot))

@@ -1,0 +1,76 @@
+"""The helper processes a plan hands its single-type and what-if solves to: the same plan as
+with threads or none, work in another process, and a pool that lost its worker is replaced."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+import pytest
+
+from service.domain.llm import resolve_model
+from service.domain.perfmodel import Slo
+from service.domain.planner import PlanConstraints, PlanRequest, WorkloadBucket, plan
+from service.usecases.seed_catalog import seed_snapshot
+from service.usecases.solver_pool import HelperProcesses
+
+
+@pytest.fixture(scope="module")
+def helpers() -> Iterator[HelperProcesses]:
+    pool = HelperProcesses(1)
+    yield pool
+    pool.shutdown()
+
+
+def two_shape_request(qps: float) -> PlanRequest:
+    return PlanRequest(
+        model=resolve_model("llama-3.1-70b"),
+        precision="fp8",
+        kv_precision="fp8",
+        engine="vllm",
+        qps=qps,
+        buckets=(
+            WorkloadBucket("chat", 0.7, 900, 250),
+            WorkloadBucket("rag", 0.3, 5000, 300),
+        ),
+        slo=Slo(ttft_ms=2500, tpot_ms=70, e2e_ms=None, percentile=95),
+        constraints=PlanConstraints(headroom=0.2, min_replicas=2),
+    )
+
+
+def test_a_plan_is_the_same_with_helper_processes_threads_or_none(
+    helpers: HelperProcesses,
+) -> None:
+    snapshot = seed_snapshot()
+    with ThreadPoolExecutor(max_workers=1) as threads:
+        for qps in (6.0, 40.0):
+            request = two_shape_request(qps)
+            alone = plan(request, snapshot)
+            assert alone.fleet is not None and alone.alternatives
+            assert repr(plan(request, snapshot, executor=threads)) == repr(alone)
+            assert repr(plan(request, snapshot, executor=helpers)) == repr(alone)
+
+
+def test_the_work_runs_in_another_process(helpers: HelperProcesses) -> None:
+    assert helpers.submit(os.getpid).result(timeout=60) != os.getpid()
+
+
+def test_a_pool_that_lost_its_worker_is_replaced() -> None:
+    pool = HelperProcesses(1)
+    try:
+        lost = pool.submit(os.getpid).result(timeout=60)
+        os.kill(lost, signal.SIGKILL)
+        answered = None
+        for _ in range(20):
+            try:
+                answered = pool.submit(os.getpid).result(timeout=60)
+                if answered != lost:
+                    break
+            except BrokenProcessPool:
+                continue  # submitted before the pool saw its worker die
+        assert answered is not None and answered not in (lost, os.getpid())
+    finally:
+        pool.shutdown()
