@@ -311,11 +311,11 @@ def main() -> None:
     ]
     total = [sum(step[i] for step in phases) for i in range(len(phases[0]))]
     print(
-        f"| all steps, one after the other | | {statistics.median(total):.1f} | "
+        f"| all steps, one after the other | both | {statistics.median(total):.1f} | "
         f"{pct(total, 90):.1f} |"
     )
     print(
-        f"| main thread's steps alone | | {statistics.median(main_path):.1f} | "
+        f"| the main thread's steps alone | main | {statistics.median(main_path):.1f} | "
         f"{pct(main_path, 90):.1f} |"
     )
 

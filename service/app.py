@@ -209,7 +209,12 @@ def create_app(
                 on_load=settle_heap if settings.settle_heap else None,
             )
             await state.start()
-            pool = SolverPool(settings.solver_workers, settings.solver_queue, metrics)
+            pool = SolverPool(
+                settings.solver_workers,
+                settings.solver_queue,
+                metrics,
+                helper_processes=settings.solver_helper_processes,
+            )
             await pool.warm()
             profiles = ProfileResolver(
                 ProfileRepository(engine),

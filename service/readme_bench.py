@@ -276,6 +276,12 @@ def summary(text: str) -> str:
         r"the cache holds the newest (?P<plans>[\d,]+) plans, whose JSON bodies total "
         r"(?P<size>[\d.]+ \w+)",
     )
+    helpers = figure(
+        text,
+        MEMORY,
+        r"Helper processes below the server.*?: (?P<n0>\d+) at start, PSS (?P<start>[\d.]+) "
+        r"MiB; \d+ at the end, PSS (?P<end>[\d.]+) MiB",
+    )
 
     post_info = "; ".join(_throughput(text, "INFO"))
     post_warning = "; ".join(_throughput(text, "WARNING"))
@@ -314,7 +320,9 @@ def summary(text: str) -> str:
             f"{ready['RSS MiB']} → {judged['RSS MiB']} MiB "
             f"({judged['growth since start MiB']}); {second_half['growth']} over the second "
             f"half ({second_half['span']}); {last['RSS MiB']} MiB at {last['plans sent']}. "
-            f"The plan cache holds the newest {cache['plans']} plans ({cache['size']})",
+            f"The plan cache holds the newest {cache['plans']} plans ({cache['size']}). Beside "
+            f"the server, its {helpers['n0']} helper processes: PSS {helpers['start']} → "
+            f"{helpers['end']} MiB",
         ),
     ]
     lines = [

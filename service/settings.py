@@ -57,6 +57,7 @@ class Settings:
     plan_cache_max_entries: int = 2_000
     solver_workers: int = 2
     solver_queue: int = 32
+    solver_helper_processes: bool = True
     solve_time_limit_s: float = 2.0
     max_body_bytes: int = 256 * 1024
     max_ingest_body_bytes: int = 8 * 1024 * 1024
@@ -233,6 +234,7 @@ KNOWN = frozenset(
         "PLAN_CACHE_MAX_ENTRIES",
         "SOLVER_WORKERS",
         "SOLVER_QUEUE",
+        "SOLVER_HELPER_PROCESSES",
         "SOLVE_TIME_LIMIT_S",
         "MAX_BODY_BYTES",
         "MAX_INGEST_BODY_BYTES",
@@ -309,6 +311,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             max(1, min(4, os.cpu_count() or 1)),
         ),
         solver_queue=get("SOLVER_QUEUE", lambda n, r: _int(n, r, minimum=0, maximum=10_000), 32),
+        solver_helper_processes=get("SOLVER_HELPER_PROCESSES", _bool, True),
         solve_time_limit_s=get(
             "SOLVE_TIME_LIMIT_S", lambda n, r: _float(n, r, minimum=0.05, maximum=60.0), 2.0
         ),

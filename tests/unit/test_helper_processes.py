@@ -11,11 +11,11 @@ from concurrent.futures.process import BrokenProcessPool
 
 import pytest
 
-from service.domain.llm import resolve_model
 from service.domain.perfmodel import Slo
-from service.domain.planner import PlanConstraints, PlanRequest, WorkloadBucket, plan
+from service.domain.planner import PlanRequest, WorkloadBucket, plan
 from service.usecases.seed_catalog import seed_snapshot
 from service.usecases.solver_pool import HelperProcesses
+from tests.support.plan_requests import plan_request
 
 
 @pytest.fixture(scope="module")
@@ -26,18 +26,15 @@ def helpers() -> Iterator[HelperProcesses]:
 
 
 def two_shape_request(qps: float) -> PlanRequest:
-    return PlanRequest(
-        model=resolve_model("llama-3.1-70b"),
+    return plan_request(
+        model="llama-3.1-70b",
         precision="fp8",
         kv_precision="fp8",
-        engine="vllm",
         qps=qps,
-        buckets=(
-            WorkloadBucket("chat", 0.7, 900, 250),
-            WorkloadBucket("rag", 0.3, 5000, 300),
-        ),
+        buckets=(WorkloadBucket("chat", 0.7, 900, 250), WorkloadBucket("rag", 0.3, 5000, 300)),
         slo=Slo(ttft_ms=2500, tpot_ms=70, e2e_ms=None, percentile=95),
-        constraints=PlanConstraints(headroom=0.2, min_replicas=2),
+        headroom=0.2,
+        min_replicas=2,
     )
 
 

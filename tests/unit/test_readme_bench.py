@@ -91,6 +91,7 @@ options  kept
 
 - Plan-cache size: the cache holds the newest 300 plans, whose JSON bodies total 1.2 MiB (mean).
 - RSS growth over the second half (500 to 1,000 plans): +1.0 MiB, against +10.0 MiB.
+- Helper processes below the server: 3 at start, PSS 150.0 MiB; 3 at the end, PSS 160.5 MiB.
 
 ## Uncached curve cost
 
@@ -141,7 +142,8 @@ def test_summary_cites_each_figure_as_the_results_print_it() -> None:
     )
     assert measured(summary, "server memory (RSS) over 1,000 distinct plans") == (
         "100.0 → 111.0 MiB (+11.0); +1.0 MiB over the second half (500 to 1,000 plans); "
-        "112.5 MiB at 2,000 (extension). The plan cache holds the newest 300 plans (1.2 MiB)"
+        "112.5 MiB at 2,000 (extension). The plan cache holds the newest 300 plans (1.2 MiB). "
+        "Beside the server, its 3 helper processes: PSS 150.0 → 160.5 MiB"
     )
 
 

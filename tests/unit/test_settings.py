@@ -49,6 +49,11 @@ def test_postgres_url_is_used_as_given() -> None:
         ({"GPUPLAN_ADMIN_KEYS": "short"}, "GPUPLAN_ADMIN_KEYS", "shorter than 16"),
         ({"GPUPLAN_SOLVER_WORKERS": "many"}, "GPUPLAN_SOLVER_WORKERS", "integer"),
         ({"GPUPLAN_SOLVER_WORKERS": "0"}, "GPUPLAN_SOLVER_WORKERS", "between"),
+        (
+            {"GPUPLAN_SOLVER_HELPER_PROCESSES": "some"},
+            "GPUPLAN_SOLVER_HELPER_PROCESSES",
+            "true or false",
+        ),
         ({"GPUPLAN_SOLVE_TIME_LIMIT_S": "nan"}, "GPUPLAN_SOLVE_TIME_LIMIT_S", "between"),
         ({"GPUPLAN_LOG_FORMAT": "xml"}, "GPUPLAN_LOG_FORMAT", "json or text"),
         ({"GPUPLAN_CORS_ORIGINS": "portal.example.com"}, "GPUPLAN_CORS_ORIGINS", "http"),
@@ -73,6 +78,13 @@ def test_a_bad_value_names_the_variable_and_why(
         load_settings(env)
     assert raised.value.variable == variable
     assert why in str(raised.value)
+
+
+def test_solver_helpers_are_processes_unless_turned_off() -> None:
+    assert load_settings({}).solver_helper_processes is True
+    assert load_settings({"GPUPLAN_SOLVER_HELPER_PROCESSES": "false"}).solver_helper_processes is (
+        False
+    )
 
 
 def test_trusted_proxies_default_to_none_and_are_normalised() -> None:

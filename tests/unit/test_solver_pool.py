@@ -4,6 +4,7 @@ is refused at once with ServiceUnavailable; the gauges follow running and queued
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 
 import pytest
@@ -50,3 +51,16 @@ async def test_work_runs_off_the_event_loop_thread() -> None:
         assert name.startswith("solver") and name != threading.current_thread().name
     finally:
         pool.shutdown()
+
+
+async def test_helpers_are_processes_or_threads_as_asked() -> None:
+    processes = SolverPool(workers=1, queue=0, gauges=Gauges())
+    threads = SolverPool(workers=1, queue=0, gauges=Gauges(), helper_processes=False)
+    try:
+        await processes.warm()
+        await threads.warm()
+        assert processes.helpers.submit(os.getpid).result(timeout=60) != os.getpid()
+        assert threads.helpers.submit(os.getpid).result(timeout=60) == os.getpid()
+    finally:
+        processes.shutdown()
+        threads.shutdown()

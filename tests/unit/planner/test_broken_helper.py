@@ -8,10 +8,10 @@ from concurrent.futures import Executor, Future
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
-from service.domain.llm import resolve_model
 from service.domain.perfmodel import Slo
-from service.domain.planner import PlanConstraints, PlanRequest, WorkloadBucket, plan
+from service.domain.planner import WorkloadBucket, plan
 from service.usecases.seed_catalog import seed_snapshot
+from tests.support.plan_requests import plan_request
 
 T = TypeVar("T")
 
@@ -30,15 +30,11 @@ class Broken(Executor):
 
 
 def test_a_broken_helper_leaves_the_plan_unchanged() -> None:
-    request = PlanRequest(
-        model=resolve_model("llama-3.1-8b"),
-        precision="fp16",
-        kv_precision="fp16",
-        engine="vllm",
+    request = plan_request(
         qps=12.0,
         buckets=(WorkloadBucket("chat", 1.0, 800, 200),),
         slo=Slo(ttft_ms=1500, tpot_ms=60, e2e_ms=None, percentile=95),
-        constraints=PlanConstraints(min_replicas=2),
+        min_replicas=2,
     )
     snapshot = seed_snapshot()
     broken = Broken()
