@@ -64,6 +64,9 @@ def base_settings(database_url: str, tmp: Path, **overrides: Any) -> Settings:
         solver_workers=2,
         # each test starts its own app; one full collection per start would cost minutes
         settle_heap=False,
+        # nor a helper process per start (tests/unit/test_helper_processes.py and
+        # tests/integration/test_plans_api.py cover the service with them)
+        solver_helper_processes=False,
     )
     return replace(settings, **overrides)
 

@@ -746,3 +746,22 @@ async def test_an_owned_plan_names_the_documented_reason_a_gpu_has_no_purchase_p
     assert text.status_code == 200, text.text
     assert "status: no_price" in text.text
     assert gaps["h100-nvl"] in " ".join(text.text.split())
+
+
+async def test_a_plan_is_the_same_with_helper_processes_as_with_threads(
+    sqlite_databases: SqliteDatabases, tmp_path: Path
+) -> None:
+    """The service's default: each solve hands its single-type and what-if solves to a helper
+    process (the other tests run threads, to start faster); the answer is byte for byte the
+    same."""
+    bodies = []
+    for processes in (True, False):
+        settings = replace(
+            base_settings(await sqlite_databases.fresh(), tmp_path / str(processes)),
+            solver_helper_processes=processes,
+        )
+        async with AsyncTestClient(create_app(settings)) as client:
+            response = await post_plan(client)
+            assert response.status_code == 200, response.text
+            bodies.append(response.content)
+    assert bodies[0] == bodies[1]
