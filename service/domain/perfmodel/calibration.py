@@ -227,9 +227,10 @@ class EngineProfile:
 
 
 # Structures of the serving engines (documented defaults of each engine; nothing here is fitted).
-# vLLM V1 (0.8 and later) on H100-class cards: max_num_seqs 1024, max_num_batched_tokens 8192
-# (``EngineArgs._set_default_args`` for the OpenAI server; 256 / 2048 on A100 and cards under
-# 70 GB, which a profile cannot express: the planner uses the H100-class values everywhere).
+# The limits vLLM V1 and SGLang derive from the card (vLLM's max_num_seqs and
+# max_num_batched_tokens, SGLang's mem_fraction_static, chunked_prefill_size and
+# max_running_requests) are set per card by ``engine_limits.card_profile``, which adds them to the
+# profile's note; the values below stand for an H100-class card.
 _STRUCTURES: dict[str, EngineProfile] = {
     "trtllm": EngineProfile(
         name="trtllm", constants="", derate=1.0, kv_fraction=0.9, kv_fraction_of="free",
@@ -247,14 +248,13 @@ _STRUCTURES: dict[str, EngineProfile] = {
         name="vllm", constants="", derate=1.0, kv_fraction=0.9, kv_fraction_of="total",
         full_reservation=False, max_batch=1024, max_num_tokens=8192, chunked_prefill=True,
         window_kv=True,
-        note="vLLM V1 (gpu_memory_utilization 0.9, max_num_seqs 1024, chunked prefill 8192 "
-        "tokens: the H100-class defaults)",
+        note="vLLM V1 (gpu_memory_utilization 0.9, chunked prefill)",
     ),
     "sglang": EngineProfile(
         name="sglang", constants="", derate=1.0, kv_fraction=0.88, kv_fraction_of="total",
         full_reservation=False, max_batch=1024, max_num_tokens=8192, chunked_prefill=True,
         window_kv=True,
-        note="SGLang (mem_fraction_static 0.88, chunked prefill 8192 tokens)",
+        note="SGLang (chunked prefill)",
     ),
     "tgi": EngineProfile(
         name="tgi", constants="", derate=1.0, kv_fraction=0.9, kv_fraction_of="total",

@@ -30,6 +30,9 @@ with their own flags) are taken as they are.
   documented structure already, on every card.
 * TGI: the documented structure on every card.
 
+A specialised profile's note ends with the values it uses on the card, so the assumptions of an
+estimate or a plan say which limits it assumed there.
+
 Pure: no I/O.
 """
 
@@ -101,11 +104,30 @@ def card_profile(
     device = memory_bytes(dep.gpu)
     if dep.engine == "vllm" and profile.chunked_prefill:
         seqs, tokens = vllm_batch_defaults(dep.gpu.name, device)
-        return replace(profile, max_batch=seqs, max_num_tokens=tokens)
+        cards = (
+            "cards of 70 GiB or more other than A100s"
+            if seqs == 1024
+            else "A100s and cards under 70 GiB"
+        )
+        limits = (
+            f"max_num_seqs {seqs}, max_num_batched_tokens {tokens} on {dep.gpu.id} "
+            f"(vLLM's defaults for {cards})"
+        )
+        return replace(
+            profile, max_batch=seqs, max_num_tokens=tokens, note=_with(profile.note, limits)
+        )
     if dep.engine != "sglang":
         return profile
     mfs, chunk = sglang_memory_settings(device, t)
-    sized = replace(profile, max_num_tokens=chunk, kv_fraction=mfs, kv_fraction_of="total")
+    where = f"on {dep.gpu.id} (SGLang's defaults for its memory"
+    settings = f"mem_fraction_static {mfs:.3f}, chunked_prefill_size {chunk}"
+    sized = replace(
+        profile,
+        max_num_tokens=chunk,
+        kv_fraction=mfs,
+        kv_fraction_of="total",
+        note=_with(profile.note, f"{settings} {where})"),
+    )
     s = build_setup(model, dep, sized, cal)
     if s.reject or s.capacity_b <= 0.0:
         return sized
@@ -117,4 +139,16 @@ def card_profile(
     per_token = s.kv_token_b + s.kv_win_b  # a token held by every layer
     if pool <= 0.0 or per_token <= 0.0:
         return sized
-    return replace(sized, max_batch=sglang_running_requests(pool / per_token, model.max_context))
+    running = sglang_running_requests(pool / per_token, model.max_context)
+    return replace(
+        sized,
+        max_batch=running,
+        note=_with(
+            profile.note, f"{settings}, max_running_requests {running} {where} and {model.id})"
+        ),
+    )
+
+
+def _with(note: str, limits: str) -> str:
+    """``note`` followed by the card's limits."""
+    return f"{note}; {limits}" if note else limits

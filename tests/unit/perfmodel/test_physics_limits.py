@@ -140,3 +140,25 @@ def test_public_estimate_uses_the_engine_defaults_on_the_card(
         kv_cap: "kv_capacity",
     }
     assert peak.bottleneck == by[peak.max_concurrency]
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm", "a100-sxm-80gb", "l4"])
+def test_an_estimate_states_the_vllm_limits_it_assumed_on_the_card(gpu: str) -> None:
+    """The assumptions name the limits the estimate ran with on this card, not one card's."""
+    g = GPUS[gpu]
+    seqs, tokens = vllm_batch_defaults(g.name, memory_bytes(g))
+    said = " ".join(estimate(PRESETS["llama-3.1-8b"], dep(gpu), RequestShape(512, 128)).assumptions)
+    assert f"max_num_seqs {seqs}, max_num_batched_tokens {tokens} on {gpu}" in said
+    other = 256 if seqs == 1024 else 1024
+    assert f"max_num_seqs {other}" not in said
+
+
+def test_an_sglang_estimate_states_its_memory_fraction_chunk_and_running_cap() -> None:
+    m, d = PRESETS["llama-3.1-8b"], dep("h200-sxm", engine="sglang")
+    fraction, chunk = sglang_memory_settings(memory_bytes(GPUS["h200-sxm"]), 1)
+    running = card_profile(m, d, PUBLIC_PROFILES["sglang"], default_calibration()).max_batch
+    said = " ".join(estimate(m, d, RequestShape(512, 128)).assumptions)
+    assert (
+        f"mem_fraction_static {fraction:.3f}, chunked_prefill_size {chunk}, "
+        f"max_running_requests {running} on h200-sxm"
+    ) in said
