@@ -43,7 +43,10 @@ fuzz: $(STAMP)
 	GPUPLAN_TEST_FUZZ_EXAMPLES=250 GPUPLAN_TEST_FUZZ_MIN_REQUESTS=5000 \
 		$(BIN)/pytest -p no:cacheprovider -q tests/integration/test_fuzz_openapi.py
 
+# The OpenAPI document, with its estimate and plan examples first regenerated from the service
+# (tests fail when either drifts).
 openapi: $(STAMP)
+	$(BIN)/python -m service.api_examples
 	$(BIN)/python -m service.openapi_export
 
 # README example outputs, from the running service, and its tables, from committed data (the

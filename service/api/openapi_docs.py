@@ -1,7 +1,9 @@
 """What the OpenAPI document says beyond the types: problem responses per operation, and
 request/response examples (real answers of the service; a test validates each against its
 schema). The GPU examples are built from the bundled seed catalog when the document is built,
-so they carry every ``GpuSpec`` field; the others are in ``service/api/examples/``."""
+so they carry every ``GpuSpec`` field; the others are in ``service/api/examples/``, where the
+estimate and plan answers are written by ``service.api_examples`` (``make openapi``) from the
+service's answers to the request examples, and a test fails when they drift."""
 
 from __future__ import annotations
 
