@@ -11,7 +11,9 @@ import pytest
 import bench.accuracy as accuracy
 from bench._baseline_calibration import BASELINE_FITTED
 from bench._calibration_data import Row, load_gpus, load_rows, loso_splits
+from bench.calibrate import SERVING_ENGINES
 from service.domain.catalog import GpuSpec
+from service.domain.perfmodel.constants import FITTED
 
 
 @pytest.fixture(scope="module")
@@ -60,3 +62,26 @@ def test_stats_count_unpredictable_rows_as_full_error() -> None:
     assert s.median_ape == pytest.approx(0.2)
     assert s.within_25pct == pytest.approx(2 / 3)
     assert s.bias == pytest.approx(-0.2)
+
+
+def test_the_quick_serving_run_starts_from_stage_a_alone() -> None:
+    """``--engines`` reuses the committed stage A: without the serving engines' fits, which
+    saw every source, a held-out build's rows would be predicted with its own fit."""
+    base = accuracy.committed_stage_a()
+    kept = set(base["engines"])
+    assert kept and all(k.partition("-")[0] not in SERVING_ENGINES for k in kept)
+    assert {"trtllm-1.0", "lmdeploy-0.1"} <= kept
+    assert base["groups"] == FITTED["groups"]
+
+
+def test_holding_out_some_sources_predicts_exactly_their_rows(
+    rows: list[Row], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(accuracy, "fit_stage_a", lambda train, gpus: dict(BASELINE_FITTED))
+    monkeypatch.setattr(accuracy, "fit_stage_b", lambda base, train, gpus, only=None: dict(base))
+    sources = frozenset(_fold_sources(rows, "sglang")[:2])
+    val = accuracy.loso_validation(
+        rows, load_gpus(), jobs=1, stage_a=dict(BASELINE_FITTED), sources=sources
+    )
+    assert set(val.preds) == {r.index for r in rows if r.source in sources}
+    assert sorted(val.folds) == sorted(sources)
