@@ -128,5 +128,9 @@ class SolverPool:
         self._gauges.solver_load(self.running, self.queued)
 
     def shutdown(self) -> None:
+        """Stop taking work. The helper processes are waited for (a job they run ends within
+        the solve time limit): their pool's queues hold named semaphores that only a clean
+        shutdown releases, and the server may end by re-raising SIGTERM, which runs no exit
+        handlers (the resource tracker then reports them leaked on stderr)."""
         self._executor.shutdown(wait=False, cancel_futures=True)
-        self.helpers.shutdown(wait=False, cancel_futures=True)
+        self.helpers.shutdown(wait=True, cancel_futures=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -71,3 +73,30 @@ def test_a_pool_that_lost_its_worker_is_replaced() -> None:
         assert answered is not None and answered not in (lost, os.getpid())
     finally:
         pool.shutdown()
+
+
+_DIES_BY_SIGTERM = """
+import asyncio, os, signal
+from service.usecases.solver_pool import SolverPool
+
+class Gauges:
+    def solver_load(self, running, queued):
+        pass
+
+pool = SolverPool(1, 1, Gauges(), helper_processes=True)
+asyncio.run(pool.warm())
+pool.shutdown()
+os.kill(os.getpid(), signal.SIGTERM)  # as the server ends: the signal again, no exit handlers
+"""
+
+
+def test_a_pool_shut_down_before_the_server_dies_by_sigterm_leaves_nothing_on_stderr() -> None:
+    """The server re-raises SIGTERM after its shutdown, so no exit handler runs: the helper
+    pool's semaphores must be released by the shutdown itself, or the resource tracker warns
+    of leaked semaphores on stderr, a line that breaks JSON-only logs; and a worker left
+    running would outlive the server holding its stderr (here: the run would time out)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _DIES_BY_SIGTERM], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == -signal.SIGTERM
+    assert done.stderr == ""
