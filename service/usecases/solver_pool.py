@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -16,12 +17,13 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol, TypeVar
 
 from service.usecases.errors import ServiceUnavailable
+from service.usecases.parent_watch import exit_with
 
 T = TypeVar("T")
 
 # What a helper process needs imported before its first job (numpy, SciPy's HiGHS and the
 # planner): loaded once in the fork server, so each worker starts in milliseconds.
-_PRELOAD = ["service.domain.planner.aside"]
+_PRELOAD = ["service.domain.planner.aside", "service.usecases.parent_watch"]
 
 
 class HelperProcesses(Executor):
@@ -31,7 +33,8 @@ class HelperProcesses(Executor):
     start method, where the platform has it and can make the pool's semaphores; else
     threads). A pool that lost a worker is
     replaced at the next submission; the plans that were waiting on it do the work themselves
-    (``planner.plan``)."""
+    (``planner.plan``). Workers end on their own once the server is gone (``parent_watch``),
+    should it be killed before it can shut them down."""
 
     def __init__(self, workers: int) -> None:
         self._workers = workers
@@ -44,7 +47,12 @@ class HelperProcesses(Executor):
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(_PRELOAD)
         try:
-            return ProcessPoolExecutor(max_workers=self._workers, mp_context=context)
+            return ProcessPoolExecutor(
+                max_workers=self._workers,
+                mp_context=context,
+                initializer=exit_with,
+                initargs=(os.getpid(),),
+            )
         except OSError:  # no POSIX semaphores here (some sandboxes): threads do the same work
             return ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix="solver-aux")
 

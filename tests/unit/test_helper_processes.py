@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -15,6 +16,7 @@ import pytest
 
 from service.domain.perfmodel import Slo
 from service.domain.planner import PlanRequest, WorkloadBucket, plan
+from service.usecases.parent_watch import server_gone
 from service.usecases.seed_catalog import seed_snapshot
 from service.usecases.solver_pool import HelperProcesses
 from tests.support.plan_requests import plan_request
@@ -100,3 +102,39 @@ def test_a_pool_shut_down_before_the_server_dies_by_sigterm_leaves_nothing_on_st
     )
     assert done.returncode == -signal.SIGTERM
     assert done.stderr == ""
+
+
+_KILLED = """
+import asyncio, os, signal
+from service.usecases.solver_pool import SolverPool
+
+class Gauges:
+    def solver_load(self, running, queued):
+        pass
+
+pool = SolverPool(1, 1, Gauges(), helper_processes=True)
+asyncio.run(pool.warm())
+os.kill(os.getpid(), signal.SIGKILL)  # no shutdown at all
+"""
+
+
+def test_helper_processes_end_soon_after_a_killed_server() -> None:
+    """A server killed outright cannot stop its helpers: they notice and end, so nothing of it
+    is left holding its stderr (the run ends; orphans would keep it open to the timeout)."""
+    server = subprocess.Popen(
+        [sys.executable, "-c", _KILLED], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    # not reaped until its pipes close: a dead server that is still a zombie counts as gone
+    server.communicate(timeout=30)
+    assert server.returncode == -signal.SIGKILL
+
+
+def test_a_server_is_gone_once_its_process_has_ended() -> None:
+    assert not server_gone(os.getpid())
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 10
+    while not server_gone(child.pid):  # ended, not yet reaped: a zombie
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    child.wait()  # reaped: its pid names no process now
+    assert server_gone(child.pid)
