@@ -77,19 +77,26 @@ def test_a_pool_that_lost_its_worker_is_replaced() -> None:
         pool.shutdown()
 
 
-_DIES_BY_SIGTERM = """
-import asyncio, os, signal
-from service.usecases.solver_pool import SolverPool
+def server_that_ends(how: str) -> list[str]:
+    """The command of a process that warms a service's solver pool, then ends ``how``."""
+    script = "\n".join(
+        [
+            "import asyncio, os, signal",
+            "from service.usecases.solver_pool import SolverPool",
+            "class Gauges:",
+            "    def solver_load(self, running, queued):",
+            "        pass",
+            "pool = SolverPool(1, 1, Gauges(), helper_processes=True)",
+            "asyncio.run(pool.warm())",
+            how,
+        ]
+    )
+    return [sys.executable, "-c", script]
 
-class Gauges:
-    def solver_load(self, running, queued):
-        pass
 
-pool = SolverPool(1, 1, Gauges(), helper_processes=True)
-asyncio.run(pool.warm())
-pool.shutdown()
-os.kill(os.getpid(), signal.SIGTERM)  # as the server ends: the signal again, no exit handlers
-"""
+# as the server ends: its shutdown, then the signal again, which runs no exit handlers
+SHUT_DOWN_THEN_SIGTERM = "pool.shutdown(); os.kill(os.getpid(), signal.SIGTERM)"
+KILLED = "os.kill(os.getpid(), signal.SIGKILL)"  # no shutdown at all
 
 
 def test_a_pool_shut_down_before_the_server_dies_by_sigterm_leaves_nothing_on_stderr() -> None:
@@ -98,31 +105,17 @@ def test_a_pool_shut_down_before_the_server_dies_by_sigterm_leaves_nothing_on_st
     of leaked semaphores on stderr, a line that breaks JSON-only logs; and a worker left
     running would outlive the server holding its stderr (here: the run would time out)."""
     done = subprocess.run(
-        [sys.executable, "-c", _DIES_BY_SIGTERM], capture_output=True, text=True, timeout=30
+        server_that_ends(SHUT_DOWN_THEN_SIGTERM), capture_output=True, text=True, timeout=30
     )
     assert done.returncode == -signal.SIGTERM
     assert done.stderr == ""
-
-
-_KILLED = """
-import asyncio, os, signal
-from service.usecases.solver_pool import SolverPool
-
-class Gauges:
-    def solver_load(self, running, queued):
-        pass
-
-pool = SolverPool(1, 1, Gauges(), helper_processes=True)
-asyncio.run(pool.warm())
-os.kill(os.getpid(), signal.SIGKILL)  # no shutdown at all
-"""
 
 
 def test_helper_processes_end_soon_after_a_killed_server() -> None:
     """A server killed outright cannot stop its helpers: they notice and end, so nothing of it
     is left holding its stderr (the run ends; orphans would keep it open to the timeout)."""
     server = subprocess.Popen(
-        [sys.executable, "-c", _KILLED], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        server_that_ends(KILLED), stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     # not reaped until its pipes close: a dead server that is still a zombie counts as gone
     server.communicate(timeout=30)
