@@ -97,6 +97,16 @@ BENCHES = (
         "solves 10,000 distinct plans, then an extension to 20,000.",
     ),
     Bench(
+        "gpu_forward",
+        "Kernel terms vs forward passes timed on a GPU",
+        "The performance model's kernel time (its per-step and host costs set to zero) for "
+        "decode and prefill steps timed on one NVIDIA H200 (`bench/gpu_forward.py measure`: "
+        "random weights, CUDA graphs; committed as bench/data/gpu_forward_h200.csv). Runs on "
+        "the CPU from those measurements.",
+        args=("compare", "bench/data/gpu_forward_h200.csv"),
+        timed=False,
+    ),
+    Bench(
         "accuracy",
         "Performance-model accuracy",
         "Predictions against measured data (held-out rows first).",
