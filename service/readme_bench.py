@@ -8,7 +8,9 @@ and the committed ``bench/RESULTS.md`` disagree:
 - ``bench-summary``: the table of *Reliability and benchmarks* (served throughput, uncached plan
   latency and scaling, curve cost, estimate cost, server memory);
 - ``bench-plan-latency``: the uncached plan latency on the bundled catalog (*Plans*);
-- ``bench-estimates``: the cost of one estimate (*Performance model*).
+- ``bench-estimates``: the cost of one estimate (*Performance model*);
+- ``bench-gpu-kernels``: the model's kernel time against forward passes timed on a GPU
+  (*Performance model*).
 
 Every figure is copied as ``bench/RESULTS.md`` prints it (a range is the smallest and the
 largest of the cells it spans). The sections and their markdown tables are found by heading and
@@ -33,6 +35,7 @@ ESTIMATES = "Cost of one estimate"
 SERVED = "Served throughput: cached plans vs /healthz"
 MEMORY = "Server memory under distinct plans"
 CURVES = "Uncached curve cost"
+GPU_KERNELS = "Kernel terms vs forward passes timed on a GPU"
 MACHINE = "Benchmark results"
 """The file's title: the machine of the full run is listed under it."""
 
@@ -211,6 +214,23 @@ def estimates(text: str) -> str:
     )
 
 
+def gpu_kernels(text: str) -> str:
+    """The card's measured ceilings and, per engine profile, the model's kernel time over the
+    measured one (median and range) for each kind of step."""
+    ceilings = figure(text, GPU_KERNELS, r"Card ceilings on the same machine: (?P<c>[^\n]+?)\.\n")
+    first = table(text, GPU_KERNELS, ("engine",))
+    columns = first.header
+    lines = [
+        f"Ceilings measured on the card: {ceilings['c']}. Model kernel time / measured, median "
+        "(range):",
+        "",
+        "| " + " | ".join(columns) + " |",
+        "| --- |" + " ---: |" * (len(columns) - 1),
+    ]
+    lines.extend("| " + " | ".join(r[c] for c in columns) + " |" for r in first.rows)
+    return "\n".join(lines) + "\n"
+
+
 def _throughput(text: str, logging: str) -> list[str]:
     """Per backend, at ``logging``: cached POST and /healthz req/s, and the ratios."""
     served = table(text, SERVED, ("backend", "logging", "endpoint", "req/s"))
@@ -343,6 +363,11 @@ def bench_summary() -> str:
 def bench_plan_latency() -> str:
     """:func:`plan_latency` of the committed ``bench/RESULTS.md``."""
     return plan_latency(RESULTS.read_text())
+
+
+def bench_gpu_kernels() -> str:
+    """:func:`gpu_kernels` of the committed ``bench/RESULTS.md``."""
+    return gpu_kernels(RESULTS.read_text())
 
 
 def bench_estimates() -> str:

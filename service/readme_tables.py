@@ -20,7 +20,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from service.domain.perfmodel.constants import FIT_REPORT
-from service.readme_bench import bench_estimates, bench_plan_latency, bench_summary
+from service.readme_bench import (
+    bench_estimates,
+    bench_gpu_kernels,
+    bench_plan_latency,
+    bench_summary,
+)
 from service.readme_price_coverage import bundled_price_coverage
 
 ENGINE_LABELS = {
@@ -133,6 +138,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "bench-summary": bench_summary,
     "bench-plan-latency": bench_plan_latency,
     "bench-estimates": bench_estimates,
+    "bench-gpu-kernels": bench_gpu_kernels,
 }
 
 

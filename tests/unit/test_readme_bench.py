@@ -99,6 +99,18 @@ options  kept
 |---|---:|---:|---:|---:|---:|
 | README plan request (m-1, 2 shapes) | 0.100 | 0.900 | 4 | 50 / 80 | 0.050 |
 | m-2, one shape | 0.200 | 0.300 | 2 | 20 / 40 | 0.060 |
+
+## Kernel terms vs forward passes timed on a GPU
+
+Card ceilings on the same machine: 4 GB sum: 4000 GB/s (bf16); 8192^3 GEMM: 700 TFLOP/s (bf16).
+
+| engine | bf16 decode | bf16 prefill >= 512 tokens |
+| --- | ---: | ---: |
+| e-1 | 0.90 (0.80-1.00) | 1.50 (1.40-1.60) |
+
+| model | step | measured ms | e-1 ms (x) |
+| --- | --- | ---: | ---: |
+| m-1 bf16 | decode b=1 ctx=512 | 5.00 | 4.50 (0.90) |
 """
 
 
@@ -167,6 +179,17 @@ def test_estimates_sentence_counts_the_model_gpu_pairs() -> None:
     )
 
 
+def test_gpu_kernels_copies_the_ceilings_and_the_engine_summary() -> None:
+    assert readme_bench.gpu_kernels(RESULTS).splitlines() == [
+        "Ceilings measured on the card: 4 GB sum: 4000 GB/s (bf16); 8192^3 GEMM: 700 TFLOP/s "
+        "(bf16). Model kernel time / measured, median (range):",
+        "",
+        "| engine | bf16 decode | bf16 prefill >= 512 tokens |",
+        "| --- | ---: | ---: |",
+        "| e-1 | 0.90 (0.80-1.00) | 1.50 (1.40-1.60) |",
+    ]
+
+
 def test_a_heading_inside_a_code_block_does_not_end_the_section() -> None:
     body = readme_bench.section(RESULTS, "Fleet-solver scaling")
     assert "# not a heading" in body and "Served throughput" not in body
@@ -226,7 +249,12 @@ def test_a_missing_section_column_row_or_figure_fails_naming_it(broken: str, mes
 def test_readme_benchmark_figures_are_those_of_the_committed_results() -> None:
     current = README.read_text()
     names = re.findall(r"<!-- table:(bench-[a-z-]+) -->", current)
-    assert names == ["bench-plan-latency", "bench-estimates", "bench-summary"]
+    assert names == [
+        "bench-plan-latency",
+        "bench-gpu-kernels",
+        "bench-estimates",
+        "bench-summary",
+    ]
     changes = diff(current, readme_tables.rewrite(current))
     assert changes == "", f"README tables drifted; run `make readme`:\n{changes}"
 
