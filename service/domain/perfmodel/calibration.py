@@ -22,8 +22,10 @@ Constant groups (what physically differs, see ``hardware`` for the GPU groups):
   per-iteration cost ``step_overhead_ms`` + ``layer_overhead_us`` x layers (launch latency,
   synchronisation and kernel tails that short kernels cannot hide), host-side
   ``seq_overhead_us`` x running sequences (scheduling, sampling, bookkeeping) overlapped with GPU
-  work so an iteration takes the longer of the two, and ``ttft_overhead_ms`` (request handling
-  before the first iteration);
+  work so an iteration takes the longer of the two, ``ttft_overhead_ms`` (request handling
+  before the first iteration), and ``moe_eff``, the build's routed-expert GEMM efficiency
+  relative to the reference's MoE kernels (1 unless fitted: vLLM's fused-MoE kernels, see
+  ``bench/calibrate.py`` ``MOE_FITTED_ENGINES``);
 * load: ``closed_loop_ca2``, the squared coefficient of variation of arrivals from a closed loop
   of clients sending identical requests (they drift in step, so arrivals are burstier than
   Poisson's 1); it scales the prompt-queue wait (Kingman's G/D/1 approximation);
@@ -76,6 +78,7 @@ class EngineConstants:
     layer_overhead_us: float
     seq_overhead_us: float
     ttft_overhead_ms: float
+    moe_eff: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +146,7 @@ def calibration_from_mapping(data: Mapping[str, object]) -> Calibration:
                 layer_overhead_us=float(v["layer_overhead_us"]),
                 seq_overhead_us=float(v["seq_overhead_us"]),
                 ttft_overhead_ms=float(v["ttft_overhead_ms"]),
+                moe_eff=float(v.get("moe_eff", 1.0)),
             ),
         )
         for k, v in sorted(engines_raw.items())

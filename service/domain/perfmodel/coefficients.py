@@ -349,7 +349,7 @@ def _rates(gpu: GpuSpec, hw: _Hardware, cal: Calibration) -> _Rates:
         plan.gemm_tflops * 1e12 * group.eta_c * ec.eff_compute * derate * cal.gemm_eff(plan.fp_kind)
     )
     f_attn = f16 * cal.attn_eff
-    f_moe = fg * cal.moe_gemm_eff
+    f_moe = fg * cal.moe_gemm_eff * ec.moe_eff
     if bw <= 0 or fg <= 0 or f16 <= 0:
         bw = bw if bw > 0 else 1.0
         fg = fg if fg > 0 else 1.0

@@ -25,7 +25,8 @@ from ``coefficients.build_setup``):
   the window ``W`` and the prompt length at ``2 W``, see ``coefficients``);
   ``BW = bandwidth eta_m``,
   ``F = peak eta_c`` times the format's fitted GEMM efficiency (``F_attn``: 16-bit peak times
-  ``attn_eff``; ``F_moe``: times ``moe_gemm_eff``); ``e_kv`` = ``kv_read_eff``; ``b_a = 2``
+  ``attn_eff``; ``F_moe``: times ``moe_gemm_eff`` and the build's ``moe_eff``);
+  ``e_kv`` = ``kv_read_eff``; ``b_a = 2``
   bytes per activation; ``n_c = 2 n_l`` collectives (one after attention, one after the MLP;
   ``n_l`` under attention data parallelism, where tokens are exchanged once around the experts)
   and ``AR(m)`` the time of one all-reduce of ``m`` bytes with the fastest algorithm the link
