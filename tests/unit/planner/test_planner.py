@@ -322,18 +322,18 @@ def test_concurrent_solves_give_the_same_plan() -> None:
 def test_explanations_price_the_redundancy_floor_only_when_it_costs() -> None:
     costly = plan(request(qps=0.2, min_replicas=3), snapshot())
     assert any(s.startswith("min_replicas=3 (on every line) adds $") for s in costly.explanation)
-    free = plan(request(qps=40, gpus=("h100-sxm",), min_replicas=2), snapshot())
+    free = plan(request(qps=50, gpus=("h100-sxm",), min_replicas=2), snapshot())
     assert not any("min_replicas" in s for s in free.explanation)
 
 
 def test_min_replicas_counts_on_every_line() -> None:
-    """The cheapest fleet for 40 req/s is one H100 and one A100; with min_replicas=2 every
-    line needs two replicas, so the fleet changes (two H100s, dearer) and the explanation
-    prices the floor."""
-    loose = plan(request(qps=40), snapshot())
+    """The cheapest fleet for 50 req/s is one H100 and one RTX 6000 Ada; with min_replicas=2
+    every line needs two replicas, so the fleet changes (two H100s, dearer) and the
+    explanation prices the floor."""
+    loose = plan(request(qps=50), snapshot())
     assert loose.fleet is not None and min(x.replicas for x in loose.fleet.lines) == 1
     assert len(loose.fleet.lines) >= 2
-    floor = plan(request(qps=40, min_replicas=2), snapshot())
+    floor = plan(request(qps=50, min_replicas=2), snapshot())
     assert floor.fleet is not None
     assert all(x.replicas >= 2 for x in floor.fleet.lines)
     assert floor.fleet.usd_per_hour > loose.fleet.usd_per_hour
