@@ -181,16 +181,25 @@ def plan_latency(text: str) -> str:
     catalog = _real_catalog(text)
     columns = ("case", "plans", "p50 ms", "p99 ms", "max ms", "CPU ms")
     latency = table(text, PLAN_LATENCY, columns)
-    lines = [
+    intro = (
         f"Model {catalog['model']}; bundled catalog: {catalog['gpus']} GPUs, "
         f"{catalog['offers']} on-demand offers, {catalog['kept']} after pruning (what the MILP "
         f"sees). Machine: {_machine(text, PLAN_LATENCY)}. Wall clock per plan, and the CPU time "
-        "per plan (mean) of the process's threads and its helper process:",
+        "per plan (mean) of the process's threads and its helper process:"
+    )
+    return _table_after(intro, columns, latency.rows)
+
+
+def _table_after(intro: str, columns: Sequence[str], rows: Iterable[Mapping[str, str]]) -> str:
+    """``intro``, a blank line, and a markdown table of ``rows`` (first column left-aligned,
+    the others right-aligned)."""
+    lines = [
+        intro,
         "",
         "| " + " | ".join(columns) + " |",
         "| --- |" + " ---: |" * (len(columns) - 1),
     ]
-    lines.extend("| " + " | ".join(r[c] for c in columns) + " |" for r in latency.rows)
+    lines.extend("| " + " | ".join(r[c] for c in columns) + " |" for r in rows)
     return "\n".join(lines) + "\n"
 
 
@@ -219,16 +228,11 @@ def gpu_kernels(text: str) -> str:
     measured one (median and range) for each kind of step."""
     ceilings = figure(text, GPU_KERNELS, r"Card ceilings on the same machine: (?P<c>[^\n]+?)\.\n")
     first = table(text, GPU_KERNELS, ("engine",))
-    columns = first.header
-    lines = [
+    intro = (
         f"Ceilings measured on the card: {ceilings['c']}. Model kernel time / measured, median "
-        "(range):",
-        "",
-        "| " + " | ".join(columns) + " |",
-        "| --- |" + " ---: |" * (len(columns) - 1),
-    ]
-    lines.extend("| " + " | ".join(r[c] for c in columns) + " |" for r in first.rows)
-    return "\n".join(lines) + "\n"
+        "(range):"
+    )
+    return _table_after(intro, first.header, first.rows)
 
 
 def _throughput(text: str, logging: str) -> list[str]:
