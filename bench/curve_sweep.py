@@ -37,6 +37,7 @@ from service.domain.planner import (
 )
 from service.domain.planner.candidates import build_candidates
 from service.domain.planner.sweep import LOAD_POINTS, cost_vs_load, cost_vs_slo, per_gpu
+from service.native_stdout import divert_native_stdout
 from service.usecases.seed_catalog import seed_snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,6 +84,7 @@ def small_request(qps: float) -> PlanDraft:
 
 
 def main() -> None:
+    divert_native_stdout()  # HiGHS' stray printf stays out of the tables
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()

@@ -45,6 +45,7 @@ from service.domain.planner.mixing import (
 from service.domain.planner.offers import cheapest_per_shape, offers_for
 from service.domain.solver import cheapest_single_type
 from service.heap import settle_heap
+from service.native_stdout import divert_native_stdout
 from service.usecases.seed_catalog import seed_snapshot
 from service.usecases.solver_pool import HelperProcesses
 
@@ -234,6 +235,7 @@ def python_speed_ms() -> float:
 
 
 def main() -> None:
+    divert_native_stdout()  # HiGHS' stray printf stays out of the tables
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer samples (a smoke run)")
     args = parser.parse_args()

@@ -37,6 +37,7 @@ from service.domain.solver import (
     solve_fleet,
 )
 from service.domain.solver.prune import Mode, canonicalize, select
+from service.native_stdout import divert_native_stdout
 
 GPUS_PER_FACTOR = 3
 
@@ -101,6 +102,7 @@ def _ms(fn: Callable[[], object]) -> float:
 
 
 def main() -> None:
+    divert_native_stdout()  # HiGHS' stray printf stays out of the tables
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=7)
     parser.add_argument("--factors", default="1,2,5,10")

@@ -13,6 +13,7 @@ import click
 
 from service import __version__
 from service.cli_common import error_text, fail, open_repository, run
+from service.native_stdout import divert_native_stdout
 from service.settings import Settings, SettingsError, load_settings, redact_url
 
 
@@ -333,5 +334,12 @@ def _register_planning() -> None:
 _register_planning()
 
 
-if __name__ == "__main__":
+def entry() -> None:
+    """The ``gpuplan`` command: native libraries' writes kept off standard output (see
+    :mod:`service.native_stdout`), then :func:`main`."""
+    divert_native_stdout()
     main()
+
+
+if __name__ == "__main__":
+    entry()
