@@ -12,68 +12,109 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.context import ForkServerContext
 from typing import Any, Protocol, TypeVar
 
 from service.usecases.errors import ServiceUnavailable
-from service.usecases.parent_watch import exit_with
+from service.usecases.helper_pipe import Helper
 
 T = TypeVar("T")
 
 # What a helper process needs imported before its first job (numpy, SciPy's HiGHS and the
 # planner): loaded once in the fork server, so each worker starts in milliseconds.
-_PRELOAD = ["service.domain.planner.aside", "service.usecases.parent_watch"]
+_PRELOAD = ["service.domain.planner.aside", "service.usecases.helper_pipe"]
 
 
 class HelperProcesses(Executor):
     """Processes for the work a plan does beside its policy's solve (the single-type and
     what-if solves, ``planner.aside``): unlike threads they share no GIL with the solve that
-    waits for them. Workers fork from a server that has the planner imported (``forkserver``
-    start method, where the platform has it and can make the pool's semaphores; else
-    threads). A pool that lost a worker is
-    replaced at the next submission; the plans that were waiting on it do the work themselves
-    (``planner.plan``). Workers end on their own once the server is gone (``parent_watch``),
-    should it be killed before it can shut them down."""
+    waits for them. Each is a :class:`~service.usecases.helper_pipe.Helper`, forked from a
+    server that has the planner imported (``forkserver`` start method, where the platform has
+    it; else threads), started at its first job (or by :meth:`warm`) and handed one job at a
+    time, straight through its pipe. A helper that died is replaced at the next submission;
+    the plan that was waiting on it does the work itself (``planner.plan``). Helpers end on
+    their own once the server is gone (``parent_watch``), should it be killed before it can
+    shut them down."""
 
     def __init__(self, workers: int) -> None:
         self._workers = workers
-        self._lock = threading.Lock()
-        self._pool = self._start()
+        self._ready = threading.Condition()
+        self._helpers: list[Helper] = []
+        self._idle: list[Helper] = []
+        self._closed = False
+        self._threads: ThreadPoolExecutor | None = None
+        self._context: ForkServerContext | None = None
+        if "forkserver" in multiprocessing.get_all_start_methods():
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(_PRELOAD)
+            self._context = context
+        else:
+            self._use_threads()
 
-    def _start(self) -> Executor:
-        if "forkserver" not in multiprocessing.get_all_start_methods():
-            return ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix="solver-aux")
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(_PRELOAD)
-        try:
-            return ProcessPoolExecutor(
-                max_workers=self._workers,
-                mp_context=context,
-                initializer=exit_with,
-                initargs=(os.getpid(),),
-            )
-        except OSError:  # no POSIX semaphores here (some sandboxes): threads do the same work
-            return ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix="solver-aux")
+    def _use_threads(self) -> None:
+        self._threads = ThreadPoolExecutor(
+            max_workers=self._workers, thread_name_prefix="solver-aux"
+        )
+
+    def _idle_again(self, helper: Helper) -> None:
+        with self._ready:
+            self._idle.append(helper)
+            self._ready.notify()
+
+    def _take(self) -> Helper | None:
+        """An idle, live helper (started if fewer than ``workers`` run), waiting for one to
+        finish its job if all are busy; ``None`` when helpers cannot be started here."""
+        with self._ready:
+            while True:
+                if self._closed:
+                    raise RuntimeError("cannot submit after shutdown")
+                while self._idle:
+                    helper = self._idle.pop()
+                    if not helper.broken:
+                        return helper
+                    self._helpers.remove(helper)
+                    helper.stop(wait=False)
+                if len(self._helpers) < self._workers:
+                    assert self._context is not None
+                    try:
+                        helper = Helper(self._context, os.getpid(), self._idle_again)
+                    except OSError:  # no processes here (some sandboxes): threads do the work
+                        return None
+                    self._helpers.append(helper)
+                    return helper
+                self._ready.wait()
 
     def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
-        with self._lock:
+        for _ in range(2):  # a helper found dead is replaced once
+            helper = self._take() if self._threads is None else None
+            if helper is None:
+                if self._threads is None:
+                    self._use_threads()
+                assert self._threads is not None
+                return self._threads.submit(fn, *args, **kwargs)
             try:
-                return self._pool.submit(fn, *args, **kwargs)
+                return helper.run(fn, args, kwargs)
             except BrokenProcessPool:
-                self._pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = self._start()
-                return self._pool.submit(fn, *args, **kwargs)
+                continue  # handed back broken: the next _take replaces it
+        raise BrokenProcessPool("helper processes keep dying")
 
     def warm(self) -> None:
-        """Start the workers now rather than at the first plan (a worker's first job waits
+        """Start the helpers now rather than at the first plan (a helper's first job waits
         for its process)."""
         for future in [self.submit(int) for _ in range(self._workers)]:
             future.result()
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        with self._lock:
-            self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+        with self._ready:
+            self._closed = True
+            helpers, self._helpers, self._idle = self._helpers, [], []
+            self._ready.notify_all()
+        for helper in helpers:
+            helper.stop(wait=wait and not cancel_futures)
+        if self._threads is not None:
+            self._threads.shutdown(wait=wait, cancel_futures=cancel_futures)
 
 
 class SolverGauges(Protocol):

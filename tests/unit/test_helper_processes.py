@@ -4,6 +4,7 @@ with threads or none, work in another process, and a pool that lost its worker i
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -131,3 +132,32 @@ def test_a_server_is_gone_once_its_process_has_ended() -> None:
         time.sleep(0.01)
     child.wait()  # reaped: its pid names no process now
     assert server_gone(child.pid)
+
+
+def test_a_job_that_raises_hands_its_exception_back(helpers: HelperProcesses) -> None:
+    with pytest.raises(ZeroDivisionError):
+        helpers.submit(divmod, 1, 0).result(timeout=60)
+    assert helpers.submit(os.getpid).result(timeout=60) != os.getpid()  # still serving
+
+
+def test_a_job_that_does_not_pickle_fails_at_submission_and_the_helper_stays(
+    helpers: HelperProcesses,
+) -> None:
+    with pytest.raises((pickle.PicklingError, AttributeError, TypeError)):
+        helpers.submit(lambda: 1)
+    assert helpers.submit(os.getpid).result(timeout=60) != os.getpid()
+
+
+def test_each_of_several_helpers_takes_a_job_and_shutdown_ends_them() -> None:
+    pool = HelperProcesses(2)
+    try:
+        # two jobs at once land in two processes: the second does not wait for the first
+        slow = pool.submit(time.sleep, 2.0)
+        pids = {pool.submit(os.getpid).result(timeout=60)}
+        assert not slow.done()
+        slow.result(timeout=60)
+        pids |= {f.result(timeout=60) for f in [pool.submit(os.getpid) for _ in range(2)]}
+        assert len(pids) == 2 and os.getpid() not in pids
+    finally:
+        pool.shutdown()
+    assert all(server_gone(pid) for pid in pids)
