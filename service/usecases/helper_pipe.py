@@ -22,6 +22,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import ForkServerContext
 from typing import Any
 
+from service.heap import settle_heap
 from service.usecases.parent_watch import exit_with
 
 Job = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
@@ -33,8 +34,15 @@ limit) before it is killed."""
 
 def serve(conn: Connection, server_pid: int) -> None:
     """The helper's loop: run each job read from ``conn`` and write back ``(True, result)`` or
-    ``(False, exception)``; end on ``None``, a closed pipe, or the server's end."""
+    ``(False, exception)``; end on ``None``, a closed pipe, or the server's end.
+
+    The heap is settled first, as the server settles its own (``service.heap``): what the
+    helper inherited (numpy, SciPy, the planner) stays out of the collections its jobs'
+    allocations trigger. Measured on the single-type and what-if solves of cold 4-bucket
+    plans, a job took about 1.3 ms (8%) longer at the median without it; it costs about 25 ms
+    once, when the helper starts."""
     exit_with(server_pid)
+    settle_heap()
     while True:
         try:
             job: Job | None = conn.recv()

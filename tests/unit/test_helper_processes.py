@@ -3,6 +3,7 @@ with threads or none, work in another process, and a pool that lost its worker i
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import signal
@@ -58,6 +59,12 @@ def test_a_plan_is_the_same_with_helper_processes_threads_or_none(
 
 def test_the_work_runs_in_another_process(helpers: HelperProcesses) -> None:
     assert helpers.submit(os.getpid).result(timeout=60) != os.getpid()
+
+
+def test_a_helper_settles_its_heap_before_its_first_job(helpers: HelperProcesses) -> None:
+    # What the helper inherited sits in the permanent generation, out of the collections
+    # its jobs trigger, as in the server (service.heap); an unsettled process has none there.
+    assert helpers.submit(gc.get_freeze_count).result(timeout=60) > 10_000
 
 
 def test_a_pool_that_lost_its_worker_is_replaced() -> None:
