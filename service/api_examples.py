@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from service.native_stdout import divert_native_stdout
 from service.readme_examples import FIXED_NOW
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "api" / "examples"
@@ -132,4 +133,5 @@ def main(argv: list[str] | None = None, *, out: Callable[[str], object] = print)
 
 
 if __name__ == "__main__":
+    divert_native_stdout()  # HiGHS' stray printf stays off the terminal (service.native_stdout)
     raise SystemExit(main())

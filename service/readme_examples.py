@@ -53,6 +53,7 @@ from unittest import mock
 from urllib.parse import urlsplit
 
 from service import readme_bench, readme_jq, readme_tables
+from service.native_stdout import divert_native_stdout
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 ADMIN_KEY = "readme-example-admin-key-0123456789"
@@ -364,4 +365,5 @@ def main(argv: list[str] | None = None, *, out: Callable[[str], object] = print)
 
 
 if __name__ == "__main__":
+    divert_native_stdout()  # HiGHS' stray printf stays off the terminal (service.native_stdout)
     raise SystemExit(main())

@@ -18,6 +18,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from service.native_stdout import divert_native_stdout
+
 ROOT = Path(__file__).resolve().parents[1]
 IMAGES = ROOT / "docs" / "images"
 CHART = IMAGES / "cost-vs-load.svg"
@@ -60,4 +62,5 @@ def main(argv: list[str] | None = None, *, out: Callable[[str], object] = print)
 
 
 if __name__ == "__main__":
+    divert_native_stdout()  # HiGHS' stray printf stays off the terminal (service.native_stdout)
     raise SystemExit(main())
