@@ -82,7 +82,7 @@ def no_price_reason(
             "give card_usd for it in constraints.owned"
         )
     reason = f"no {pricing} price for {gpu_id}: " + (
-        why or f"no provider in the catalog has a {pricing} price for it"
+        why or f"no provider in the catalog has {pricing} prices for it"
     )
     kinds = {p.kind for p in prices if p.gpu_id == gpu_id}
     choices = [c for c in PRICING_CHOICES if c != pricing and price_kind_for(c) in kinds]

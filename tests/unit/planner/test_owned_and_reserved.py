@@ -231,8 +231,8 @@ def test_a_pricing_kind_without_data_is_said_per_gpu_and_is_not_an_slo_failure()
         assert "purchase" in kinds and "reserved_3y" not in kinds
         allowed = [choice[k] for k in choice if k in kinds]
         assert reasons[gpu] == (
-            f"no reserved_3y price for {gpu}: no provider in the catalog has a reserved_3y "
-            f"price for it (it is priced for: {', '.join(allowed)})"
+            f"no reserved_3y price for {gpu}: no provider in the catalog has reserved_3y "
+            f"prices for it (it is priced for: {', '.join(allowed)})"
         )
     assert reasons["h100-pcie"] in p.explanation[0]
     assert "SLO" not in " ".join(r.code for r in p.rejected)
