@@ -239,6 +239,7 @@ def create_app(
                 defaults=settings.plan_defaults,
                 local_entries=min(settings.plan_cache_max_entries, LOCAL_ENTRIES),
                 profiles=profiles,
+                clock=clock,
             )
             app.state.services = Services(
                 catalog=CatalogService(repo, state, clock, timeout_s=settings.database_timeout_s),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from service.cache.memory import MemoryPlanCache
 from service.cli_common import fail, open_engine, run
 from service.cli_flat import flat_options, option_for
 from service.domain.errors import DomainError
-from service.domain.planner import PlanDraft, SolvedPlan
+from service.domain.planner import PlanDraft, SolvedPlan, price_age
 from service.settings import Settings
 from service.store.profiles import ProfileRepository
 from service.store.repositories import CatalogRepository
@@ -126,6 +127,11 @@ def register(main: click.Group, settings_loader: Any) -> None:
             click.echo(_encoder.encode(out).decode())
         else:
             click.echo(plan_text(out), nl=False)
+        # Beside the plan, never in it (the plan is the same on every day): standard error.
+        age = price_age(solved, datetime.now(UTC))
+        warning = age.warning() if age is not None else None
+        if warning is not None:
+            click.echo(f"gpuplan: {warning}", err=True)
 
     @main.command()
     @flat_options(EstimateIn, ESTIMATE_FIELDS, required=True)

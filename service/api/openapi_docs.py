@@ -165,12 +165,32 @@ NOT_MODIFIED = {
     )
 }
 
-PLAN_HEADERS = [
+_ETAG_HEADER = ResponseHeader(
+    name="ETag",
+    description='The plan id, quoted ("..."); send it in If-None-Match for a 304.',
+    documentation_only=True,
+)
+PRICE_AGE_HEADERS = [
     ResponseHeader(
-        name="ETag",
-        description='The plan id, quoted ("..."); send it in If-None-Match for a 304.',
+        name="X-Prices-Age-Days",
+        description=(
+            "Days from the oldest price the fleet is costed at to today (UTC dates); absent "
+            "without a fleet and for a plan pinned to a past `as_of`. Not part of the plan: "
+            "the plan id names the same plan on every day."
+        ),
         documentation_only=True,
     ),
+    ResponseHeader(
+        name="X-Prices-Stale",
+        description=(
+            "`true` when X-Prices-Age-Days is beyond GPUPLAN_PRICE_MAX_AGE_DAYS; the text "
+            "rendering then opens with a warning. Import a current catalog before buying."
+        ),
+        documentation_only=True,
+    ),
+]
+PLAN_HEADERS = [
+    _ETAG_HEADER,
     ResponseHeader(
         name="X-Cache",
         description="hit, miss or bypass (the plan cache was unreachable; solved anyway).",
@@ -186,7 +206,9 @@ PLAN_HEADERS = [
         description="`true` when the database is unreachable and the last loaded catalog answered.",
         documentation_only=True,
     ),
+    *PRICE_AGE_HEADERS,
 ]
+STORED_PLAN_HEADERS = [_ETAG_HEADER, *PRICE_AGE_HEADERS]
 
 
 @cache

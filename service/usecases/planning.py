@@ -31,7 +31,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal, Protocol
 
 import msgspec
@@ -48,10 +48,12 @@ from service.domain.planner import (
     PlanDefaults,
     PlanDraft,
     PlanRequest,
+    PriceAge,
     SolvedPlan,
     canonical_request,
     plan,
     plan_id,
+    price_age,
 )
 from service.domain.profiles.values import CalibrationProfile
 from service.usecases.calibrating import ProfileResolver
@@ -175,9 +177,11 @@ class PlanningService:
         local_entries: int = LOCAL_ENTRIES,
         local_bytes: int = LOCAL_BYTES,
         profiles: ProfileResolver | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._state = state
         self._profiles = profiles
+        self._clock = clock
         self._cache = GuardedCache(cache)
         self._local: TtlLru[SolvedPlan] = TtlLru(max_entries=local_entries, max_bytes=local_bytes)
         self._local_ttl = min(ttl_s, LOCAL_TTL_S)
@@ -228,6 +232,11 @@ class PlanningService:
         if found is None:
             found = await self._join_or_start(pid, request, view.snapshot)
         return PlanOutcome(pid, revision, view.stale, outcome, found)
+
+    def price_age(self, solved: SolvedPlan) -> PriceAge | None:
+        """How old, today, the oldest price ``solved``'s fleet is costed at is, against the
+        service's limit (``planner.price_age``: beside the plan, not part of it)."""
+        return price_age(solved, self._clock())
 
     async def lookup(self, plan_id: str) -> SolvedPlan:
         """A plan solved earlier, by id, while its cache entry lives."""

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from contextlib import closing
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -602,3 +603,25 @@ def test_estimate_runs_locally(env: dict[str, str]) -> None:
     assert unknown.returncode == 2 and unknown.stderr.rstrip().endswith("(--model)")
     too_long = run([*args[:-1], "9000"], env, check=False)
     assert too_long.returncode == 2 and "(--prompt-tokens)" in too_long.stderr
+
+
+@pytest.mark.parametrize("limit", ["180", "off"])
+def test_plan_warns_on_stderr_when_its_prices_are_older_than_the_limit_today(
+    env: dict[str, str], limit: str
+) -> None:
+    env["GPUPLAN_PRICE_MAX_AGE_DAYS"] = limit
+    result = run(
+        ["plan", "--model", "llama-3.1-8b", "--qps", "5", "--prompt-tokens", "256",
+         "--output-tokens", "64", "--tpot-ms", "120", "--gpus", "l4,l40s", "--json"],
+        env,
+    )  # fmt: skip
+    plan = json.loads(result.stdout)  # stdout is the plan alone, warning or not
+    oldest = datetime.fromisoformat(plan["oldest_price_observed_at"])
+    days = (datetime.now(UTC).date() - oldest.date()).days
+    warnings = [x for x in result.stderr.splitlines() if "WARNING" in x]
+    if limit != "off" and days > int(limit):
+        assert len(warnings) == 1
+        assert f"up to {days} days ago" in warnings[0] or f"up to {days - 1} days" in warnings[0]
+        assert "gpuplan catalog import" in warnings[0]
+    else:
+        assert warnings == []

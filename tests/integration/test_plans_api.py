@@ -19,6 +19,7 @@ from service.settings import Settings
 from service.store.csv_format import bundled_text, parse_purchase_gaps_csv
 from tests.conftest import Client, admin, base_settings
 from tests.support.databases import SqliteDatabases
+from tests.support.plan_text import plan_table
 from tests.support.proxy import ToggleProxy
 from tests.support.services import Endpoints, unavailable
 
@@ -412,7 +413,7 @@ async def test_query_plans_are_cached_and_answer_304(client: Client) -> None:
     )
     assert held.status_code == 304 and held.headers["etag"] == first.headers["etag"]
     text = await client.get("/v1/plan", params={**QUERY, "format": "text"})
-    assert text.text.startswith(f"gpuplan plan {first.json()['plan_id']}")
+    assert plan_table(text.text).startswith(f"gpuplan plan {first.json()['plan_id']}")
 
 
 async def test_list_and_body_limits(client: Client) -> None:

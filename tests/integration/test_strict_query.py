@@ -11,6 +11,7 @@ import pytest
 from service.api.schemas.estimate import ESTIMATE_FIELDS
 from service.api.schemas.plan_fields import PLAN_FIELDS
 from tests.conftest import Client
+from tests.support.plan_text import plan_table
 
 pytestmark = pytest.mark.integration
 
@@ -139,4 +140,4 @@ async def test_write_operations_keep_their_query_strings(client: Client) -> None
     }
     response = await client.post("/v1/plans?format=text", json=body)
     assert response.status_code == 200, response.text
-    assert response.text.startswith("gpuplan plan")
+    assert plan_table(response.text).startswith("gpuplan plan")

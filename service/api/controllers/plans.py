@@ -19,11 +19,12 @@ from litestar.status_codes import HTTP_200_OK, HTTP_304_NOT_MODIFIED
 
 from service.api.errors import handle_domain
 from service.api.flat_query import accepts_query
-from service.api.headers import catalog_headers
+from service.api.headers import catalog_headers, price_age_headers
 from service.api.openapi_docs import (
     FLAT_MEDIA_TYPE,
     NOT_MODIFIED,
     PLAN_HEADERS,
+    STORED_PLAN_HEADERS,
     PlanOperation,
     json_body,
     problems,
@@ -34,7 +35,7 @@ from service.api.schemas.plan_fields import PLAN_FIELDS, plan_flat_name, plan_re
 from service.api.schemas.plan_request import PlanRequestIn
 from service.api.schemas.plan_response import PlanOut
 from service.domain.errors import DomainError
-from service.domain.planner import PlanDraft
+from service.domain.planner import PlanDraft, SolvedPlan
 from service.usecases.planning import PlanningService, UnknownPlan
 
 PlanIdParam = Annotated[
@@ -118,6 +119,24 @@ class PlansController(Controller):
             headers["X-Cache"] = outcome.cache
         chosen = _format(request, fmt)
         body = self._renderer.render(outcome.solved, chosen, stale=outcome.stale)
+        return self._dated(planning, outcome.solved, chosen, body, headers)
+
+    @staticmethod
+    def _dated(
+        planning: PlanningService,
+        solved: SolvedPlan,
+        chosen: Format,
+        body: bytes,
+        headers: dict[str, str],
+    ) -> Response[PlanOut]:
+        """The response with how old the plan's prices are today: headers, and over the text
+        rendering the warning when they are beyond the limit (the plan itself, and so its
+        JSON, does not move with the clock: ``planner.price_age``)."""
+        age = planning.price_age(solved)
+        headers.update(price_age_headers(age))
+        warning = age.warning() if age is not None else None
+        if warning is not None and chosen == "text":
+            body = (warning + "\n\n").encode() + body
         return _response(body, _MEDIA_TYPES[chosen], headers)
 
     @post(
@@ -180,6 +199,7 @@ class PlansController(Controller):
             **NOT_MODIFIED,
             **problems(400, 404, 422, 503),
         },
+        response_headers=STORED_PLAN_HEADERS,
         summary="A plan solved earlier, by id",
     )
     async def get_plan(
@@ -200,4 +220,4 @@ class PlansController(Controller):
         except UnknownPlan as exc:
             raise UnknownPlan(exc.plan_id, exc.ttl_s, remedy=_REPOST) from None
         chosen = _format(request, format)
-        return _response(self._renderer.render(solved, chosen), _MEDIA_TYPES[chosen], headers)
+        return self._dated(planning, solved, chosen, self._renderer.render(solved, chosen), headers)

@@ -29,6 +29,7 @@ from service.domain.planner.identity import (
     plan_id,
 )
 from service.domain.planner.plan import plan
+from service.domain.planner.price_age import PriceAge, price_age
 from service.domain.planner.request import (
     HOURS_PER_MONTH,
     MixingPolicy,
@@ -82,6 +83,7 @@ __all__ = [
     "PlanDraft",
     "PlanPolicy",
     "PlanRequest",
+    "PriceAge",
     "Redundancy",
     "Rejection",
     "Relaxation",
@@ -100,5 +102,6 @@ __all__ = [
     "normalize_provider",
     "plan",
     "plan_id",
+    "price_age",
     "resolve_requested_model",
 ]
