@@ -179,6 +179,21 @@ async def _prepare_schema(settings: Settings, engine: AsyncEngine) -> None:
         )
 
 
+EXPOSED_HEADERS = (
+    "ETag",
+    "Retry-After",
+    "X-Cache",
+    "X-Catalog-Revision",
+    "X-Catalog-Stale",
+    "X-Prices-Age-Days",
+    "X-Prices-Stale",
+    "X-Request-Id",
+)
+"""Response headers a browser page on an allowed origin may read (CORS hides all but a few
+by default): the plan's id, cache outcome, catalog revision and staleness, how old its prices
+are, when to retry, and the request id to quote in a report."""
+
+
 def create_app(
     settings: Settings,
     *,
@@ -316,7 +331,9 @@ def create_app(
         request_class=JsonRequest,
         before_request=check_parameters,
         request_max_body_size=settings.max_body_bytes,
-        cors_config=CORSConfig(allow_origins=list(settings.cors_origins))
+        cors_config=CORSConfig(
+            allow_origins=list(settings.cors_origins), expose_headers=list(EXPOSED_HEADERS)
+        )
         if settings.cors_origins
         else None,
         openapi_config=openapi_config(),

@@ -184,6 +184,7 @@ budget. <a href="/docs">API documentation</a></p></header>
 <section id="answer" aria-live="polite" tabindex="-1" hidden>
 <h2>Plan</h2>
 <p id="summary"></p>
+<p id="price-age" role="note" hidden></p>
 <table id="fleet"><caption>Fleet</caption><thead><tr>
 <th scope="col">GPU</th><th scope="col">Provider</th><th scope="col">Instance</th>
 <th scope="col">Tensor parallel</th><th scope="col">Replicas</th><th scope="col">Cards</th>

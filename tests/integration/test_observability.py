@@ -98,3 +98,12 @@ async def test_cors_allows_only_configured_origins(
         assert allowed.headers.get("access-control-allow-origin") == "https://portal.example.com"
         other = await client.get("/v1/catalog", headers={"Origin": "https://evil.example.com"})
         assert "access-control-allow-origin" not in other.headers
+        # A portal page reads the plan's id, cache outcome and price age from the headers.
+        plan = await client.post(
+            "/v1/plans", json=PLAN, headers={"Origin": "https://portal.example.com"}
+        )
+        exposed = {
+            h.strip().lower() for h in plan.headers["access-control-expose-headers"].split(",")
+        }
+        assert {"etag", "x-cache", "x-prices-age-days", "x-prices-stale"} <= exposed
+        assert "x-prices-age-days" in plan.headers and "etag" in plan.headers

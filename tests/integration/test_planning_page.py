@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 
 from service.app import create_app
@@ -84,6 +85,20 @@ def test_the_planning_page_plans_draws_and_shows_errors_by_field(
             expect(fleet_rows.first).to_be_visible()
             assert fleet_rows.first.locator("td").first.inner_text() in {"h100-sxm", "l40s", "a10g"}
             expect(page.locator("#summary")).to_contain_text("/hour")
+            # How old the prices are today comes in the answer's headers (the plan is the same
+            # on every day); the page warns exactly when the service says they are stale.
+            answer = httpx.get(
+                f"{base_url}/v1/plan",
+                params={"model": "llama-3.1-8b", "qps": 5, "prompt_tokens": 512,
+                        "output_tokens": 128, "tpot_ms": 50, "gpus": "h100-sxm,l40s,a10g"},
+            )  # fmt: skip
+            warning = page.locator("#price-age")
+            if answer.headers.get("x-prices-stale") == "true":
+                days = answer.headers["x-prices-age-days"]
+                expect(warning).to_be_visible()
+                expect(warning).to_contain_text(f"observed {days} days ago")
+            else:
+                expect(warning).to_be_hidden()
             for chart in ("#chart-gpu", "#chart-load", "#chart-slo"):
                 page.wait_for_function(
                     "id => { const i = document.querySelector(id);"

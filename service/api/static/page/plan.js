@@ -150,6 +150,19 @@ function draw(plan) {
   answer.hidden = false;
 }
 
+// How old the plan's prices are today travels beside the plan, in headers (the plan is the same
+// on every day): a warning when the service's limit is passed.
+function priceAge(response) {
+  const note = $("price-age");
+  const days = response.headers.get("X-Prices-Age-Days");
+  const stale = response.headers.get("X-Prices-Stale") === "true";
+  note.hidden = !stale;
+  note.textContent = stale
+    ? `Warning: the oldest price this fleet is costed at was observed ${days} days ago, `
+      + "beyond the service's limit; import a current catalog before buying."
+    : "";
+}
+
 async function submit(form, { focus = true } = {}) {
   clearErrors(form);
   const params = query(form);
@@ -181,6 +194,7 @@ async function submit(form, { focus = true } = {}) {
   $("share").href = link;
   window.history.replaceState(null, "", link);
   draw(body);
+  priceAge(response);
   $("form-status").textContent = "Plan ready.";
   if (focus) $("answer").focus();
 }
