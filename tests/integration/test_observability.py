@@ -13,16 +13,12 @@ from litestar.testing import AsyncTestClient
 from service.app import create_app
 from service.observability.logging import JsonFormatter
 from tests.conftest import ADMIN_KEY, base_settings
+from tests.support.bodies import SMALL_PLAN
 from tests.support.databases import SqliteDatabases
 
 pytestmark = pytest.mark.integration
 
-PLAN = {
-    "model": "llama-3.1-8b",
-    "workload": {"qps": 5, "prompt_tokens": 256, "output_tokens": 64},
-    "slo": {"tpot_ms": 120},
-    "constraints": {"gpus": ["l4", "l40s"]},
-}
+PLAN = SMALL_PLAN
 
 
 async def test_metrics_cover_requests_solves_cache_revision_and_queue(

@@ -14,17 +14,13 @@ from litestar.testing import AsyncTestClient
 
 from service.app import create_app
 from tests.conftest import base_settings
+from tests.support.bodies import SMALL_PLAN
 from tests.support.databases import SqliteDatabases
 from tests.support.plan_text import plan_table
 
 pytestmark = pytest.mark.integration
 
-PLAN = {
-    "model": "llama-3.1-8b",
-    "workload": {"qps": 5, "prompt_tokens": 256, "output_tokens": 64},
-    "slo": {"tpot_ms": 120},
-    "constraints": {"gpus": ["l4", "l40s"]},
-}
+PLAN = SMALL_PLAN
 
 
 async def answers_on(

@@ -25,3 +25,11 @@ LLAMA_8B_HF_CONFIG: dict[str, Any] = {
     "vocab_size": 128256,
     "intermediate_size": 14336,
 }
+
+# A small plan: Llama-3.1-8B on L4 and L40S, quick to solve.
+SMALL_PLAN: dict[str, Any] = {
+    "model": "llama-3.1-8b",
+    "workload": {"qps": 5, "prompt_tokens": 256, "output_tokens": 64},
+    "slo": {"tpot_ms": 120},
+    "constraints": {"gpus": ["l4", "l40s"]},
+}

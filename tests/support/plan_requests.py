@@ -5,9 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from service.domain.catalog import CatalogSnapshot
 from service.domain.llm import resolve_model
 from service.domain.perfmodel import Slo
-from service.domain.planner import PlanConstraints, PlanPolicy, PlanRequest, WorkloadBucket
+from service.domain.planner import (
+    PlanConstraints,
+    PlanPolicy,
+    PlanRequest,
+    SolvedPlan,
+    WorkloadBucket,
+    plan,
+    plan_id,
+)
 
 ONE_SHAPE = (WorkloadBucket("b0", 1.0, 512, 128),)
 LOOSE_SLO = Slo(ttft_ms=2000, tpot_ms=80, e2e_ms=None, percentile=95)
@@ -36,4 +45,11 @@ def plan_request(
         budget_usd_per_hour=budget,
         constraints=PlanConstraints(**constraints),
         policy=policy or PlanPolicy(),
+    )
+
+
+def solved_plan(request: PlanRequest, snapshot: CatalogSnapshot) -> SolvedPlan:
+    """``request`` planned on ``snapshot``, with its id, as the service stores it."""
+    return SolvedPlan(
+        plan_id(request, snapshot.revision), snapshot.revision, request, plan(request, snapshot)
     )

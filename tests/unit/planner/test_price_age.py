@@ -9,18 +9,9 @@ from datetime import UTC, datetime, timedelta, timezone
 from functools import cache
 
 from service.domain.catalog import CatalogSnapshot
-from service.domain.llm import resolve_model
-from service.domain.perfmodel import Slo
-from service.domain.planner import (
-    PlanConstraints,
-    PlanPolicy,
-    PlanRequest,
-    WorkloadBucket,
-    plan,
-    price_age,
-)
-from service.domain.planner.identity import SolvedPlan, plan_id
+from service.domain.planner import PlanPolicy, SolvedPlan, price_age
 from service.usecases.seed_catalog import seed_snapshot
+from tests.support.plan_requests import plan_request, solved_plan
 
 
 @cache
@@ -29,20 +20,11 @@ def snapshot() -> CatalogSnapshot:
 
 
 def solved(*, max_age_days: int | None = 180, as_of: datetime | None = None) -> SolvedPlan:
-    request = PlanRequest(
-        model=resolve_model("llama-3.1-8b"),
-        precision="bf16",
-        kv_precision="bf16",
-        engine="vllm",
-        qps=5.0,
-        buckets=(WorkloadBucket("b0", 1.0, 512, 128),),
-        slo=Slo(ttft_ms=None, tpot_ms=80, e2e_ms=None, percentile=95),
-        constraints=PlanConstraints(gpus=("l4", "l40s", "h100-sxm")),
+    request = plan_request(
+        gpus=("l4", "l40s", "h100-sxm"),
         policy=replace(PlanPolicy(), price_max_age_days=max_age_days),
-        as_of=as_of,
     )
-    snap = snapshot()
-    return SolvedPlan(plan_id(request, snap.revision), snap.revision, request, plan(request, snap))
+    return solved_plan(replace(request, as_of=as_of), snapshot())
 
 
 def oldest(result: SolvedPlan) -> datetime:

@@ -12,10 +12,11 @@ from service.api.schemas.plan_response import PlanOut
 from service.domain.catalog import CatalogSnapshot
 from service.domain.llm import resolve_model
 from service.domain.perfmodel import Slo
-from service.domain.planner import PlanConstraints, PlanRequest, WorkloadBucket, plan
-from service.domain.planner.identity import SolvedPlan, plan_id
+from service.domain.planner import PlanConstraints, PlanRequest, WorkloadBucket
+from service.domain.planner.identity import SolvedPlan
 from service.domain.providers import provider_kind
 from service.usecases.seed_catalog import seed_snapshot
+from tests.support.plan_requests import solved_plan
 
 
 @pytest.mark.parametrize(
@@ -52,8 +53,7 @@ def solved(**constraints: object) -> SolvedPlan:
         slo=Slo(ttft_ms=1500, tpot_ms=60, e2e_ms=None, percentile=95),
         constraints=PlanConstraints(**constraints),  # type: ignore[arg-type]
     )
-    snap = snapshot()
-    return SolvedPlan(plan_id(request, snap.revision), snap.revision, request, plan(request, snap))
+    return solved_plan(request, snapshot())
 
 
 @pytest.mark.parametrize("providers", [None, ("aws", "gcp", "azure"), ("vast", "runpod")])
