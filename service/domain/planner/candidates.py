@@ -17,6 +17,7 @@ from service.domain.perfmodel import (
     Capacity,
     Deployment,
     RequestShape,
+    Slo,
     max_qps_under_slo_many,
 )
 from service.domain.perfmodel.hardware import calibration_group
@@ -134,6 +135,7 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
         derate = 1.0 + margin.fraction if margin is not None else 1.0
         fit_reason: str | None = None
         slo_reason: str | None = None
+        slo_excess = float("inf")
         shape_reason: str | None = None
         topology_limited = False
         for tp in tps:
@@ -146,8 +148,10 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
                 reason = caps[0].reason or f"cannot serve at tensor_parallel={tp}"
                 if caps[0].limited_by == "does_not_fit":
                     fit_reason = f"tensor_parallel={tp}: {reason}"
-                else:
-                    slo_reason = f"tensor_parallel={tp}: {reason}"
+                elif (excess := _slo_excess(caps[0], request.slo)) < slo_excess:
+                    # the degree that comes closest to the limit: a larger one can be slower
+                    # (its all-reduces cross PCIe), and the nearest miss is the useful one
+                    slo_reason, slo_excess = f"tensor_parallel={tp}: {reason}", excess
                 continue
             units = [
                 (offer, offer.unit(tp))
@@ -187,6 +191,17 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
                 gpu, slo_reason, shape_reason, fit_reason, topology_limited
             )
     return Candidates(items, rejected, tuple(g.id for g in gpus))
+
+
+def _slo_excess(cap: Capacity, slo: Slo) -> float:
+    """How far past its limit the latency that rules a replica out is (its value over the
+    limit, so 1.33 for 20 ms against 15 ms); infinite when no limit is named."""
+    value, limit = {
+        "ttft": (cap.ttft_ms, slo.ttft_ms),
+        "tpot": (cap.tpot_ms, slo.tpot_ms),
+        "e2e": (cap.e2e_ms, slo.e2e_ms),
+    }.get(cap.limited_by, (0.0, None))
+    return value / limit if limit else float("inf")
 
 
 def gpu_offers(
@@ -241,8 +256,9 @@ def rejection(
     fit_reason: str | None,
     topology_limited: bool,
 ) -> Rejection:
-    """The most useful reason a GPU has no option: an SLO miss beats an instance-shape problem
-    beats not fitting in memory (at the largest tensor-parallel degree the topology allows)."""
+    """The most useful reason a GPU has no option: an SLO miss (at the tensor-parallel degree
+    that comes closest to the limit) beats an instance-shape problem beats not fitting in
+    memory (at the largest tensor-parallel degree the topology allows)."""
     if slo_reason is not None:
         return Rejection(gpu.id, "cannot_meet_slo", slo_reason)
     if shape_reason is not None:

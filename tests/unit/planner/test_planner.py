@@ -23,6 +23,7 @@ from service.domain.planner import (
     WorkloadBucket,
     plan,
 )
+from service.domain.planner.candidates import deployment
 from service.store.csv_format import bundled_text, parse_gpus_csv, parse_prices_csv
 from tests.support.plan_requests import plan_request
 
@@ -105,6 +106,29 @@ def test_a_model_too_big_for_a_card_is_rejected_with_numbers() -> None:
     assert "t4" in reasons and reasons["t4"].code in {"does_not_fit", "cannot_meet_slo"}
     assert any(ch.isdigit() for ch in reasons["t4"].reason)
     assert p.fleet is not None and {line.gpu for line in p.fleet.lines} == {"h100-sxm"}
+
+
+def test_a_gpu_the_slo_rules_out_is_rejected_at_its_nearest_miss() -> None:
+    # H100 NVL pairs share NVLink; TP4 and TP8 all-reduce over PCIe and decode slower than TP2.
+    # The rejection names the degree that comes closest to the limit, with its own number.
+    req = request(
+        model="llama-3.1-70b",
+        precision="fp8",
+        gpus=("h100-nvl",),
+        slo=Slo(ttft_ms=None, tpot_ms=12.0, e2e_ms=None, percentile=95),
+    )
+    shape = RequestShape(512, 128)
+    gpu = next(g for g in snapshot().gpus if g.id == "h100-nvl")
+    tpot = {
+        tp: max_qps_under_slo(req.model.arch, deployment(req, gpu, tp), shape, req.slo)
+        for tp in (1, 2, 4, 8)
+    }
+    assert all(cap.qps == 0.0 and cap.limited_by == "tpot" for cap in tpot.values())
+    nearest = min(tpot, key=lambda tp: tpot[tp].tpot_ms)
+    assert tpot[8].tpot_ms > tpot[nearest].tpot_ms
+    (rejection,) = plan(req, snapshot()).rejected
+    assert rejection.code == "cannot_meet_slo"
+    assert rejection.reason == f"tensor_parallel={nearest}: {tpot[nearest].reason}"
 
 
 def test_an_impossible_slo_is_infeasible_with_a_reason_per_gpu() -> None:
