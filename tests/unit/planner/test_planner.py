@@ -131,6 +131,27 @@ def test_a_gpu_the_slo_rules_out_is_rejected_at_its_nearest_miss() -> None:
     assert rejection.reason == f"tensor_parallel={nearest}: {tpot[nearest].reason}"
 
 
+def test_the_nearest_miss_counts_every_latency_limit() -> None:
+    # On A100s TP4 breaks TTFT first (by a little) and TPOT by far; TP8 meets TTFT and misses
+    # only TPOT, by less: TP8 is the nearest miss though TP4 breaks its first limit by less.
+    slo = Slo(ttft_ms=200.0, tpot_ms=8.0, e2e_ms=None, percentile=95)
+    long = (WorkloadBucket("b0", 1.0, 1024, 256),)
+    req = request(
+        model="llama-3.1-70b", precision="fp8", gpus=("a100-sxm-80gb",), slo=slo, buckets=long
+    )
+    gpu = next(g for g in snapshot().gpus if g.id == "a100-sxm-80gb")
+    caps = {
+        tp: max_qps_under_slo(
+            req.model.arch, deployment(req, gpu, tp), RequestShape(1024, 256), slo
+        )
+        for tp in (4, 8)
+    }
+    assert caps[4].limited_by == "ttft" and caps[8].limited_by == "tpot"
+    assert caps[4].ttft_ms / 200.0 < caps[8].tpot_ms / 8.0 < caps[4].tpot_ms / 8.0
+    (rejection,) = plan(req, snapshot()).rejected
+    assert rejection.reason == f"tensor_parallel=8: {caps[8].reason}"
+
+
 def test_an_impossible_slo_is_infeasible_with_a_reason_per_gpu() -> None:
     p = plan(request(slo=Slo(ttft_ms=None, tpot_ms=0.5, e2e_ms=None, percentile=95)), snapshot())
     assert p.status == "infeasible"
