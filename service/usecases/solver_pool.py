@@ -8,6 +8,7 @@ At most ``workers`` solves run and ``queue`` wait; one more is refused at once w
 from __future__ import annotations
 
 import asyncio
+import logging
 import multiprocessing
 import os
 import threading
@@ -21,6 +22,8 @@ from service.usecases.errors import ServiceUnavailable
 from service.usecases.helper_pipe import Helper
 
 T = TypeVar("T")
+
+log = logging.getLogger("gpuplan.solver")
 
 # What a helper process needs imported before its first job (numpy, SciPy's HiGHS and the
 # planner): loaded once in the fork server, so each worker starts in milliseconds.
@@ -100,11 +103,29 @@ class HelperProcesses(Executor):
                 continue  # handed back broken: the next _take replaces it
         raise BrokenProcessPool("helper processes keep dying")
 
-    def warm(self) -> None:
+    def warm(self) -> bool:
         """Start the helpers now rather than at the first plan (a helper's first job waits
-        for its process)."""
-        for future in [self.submit(int) for _ in range(self._workers)]:
-            future.result()
+        for its process); ``False`` when processes cannot serve here and threads will.
+
+        A helper whose process ends before answering (one that cannot import the server's
+        main module, say: a server started from standard input; a sandbox that kills forked
+        children) would fail every plan's first try: the pool turns to threads instead, so
+        plans keep their helper and the server starts."""
+        try:
+            for future in [self.submit(int) for _ in range(self._workers)]:
+                future.result()
+        except BrokenProcessPool as exc:
+            log.warning(
+                "helper processes cannot run here (%s); solving beside plans in threads", exc
+            )
+            with self._ready:
+                helpers, self._helpers, self._idle = self._helpers, [], []
+                if self._threads is None:
+                    self._use_threads()
+            for helper in helpers:
+                helper.stop(wait=False)
+            return False
+        return True
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         with self._ready:

@@ -18,6 +18,7 @@ import pytest
 
 from service.domain.perfmodel import Slo
 from service.domain.planner import PlanRequest, WorkloadBucket, plan
+from service.usecases import helper_pipe
 from service.usecases.parent_watch import server_gone
 from service.usecases.seed_catalog import seed_snapshot
 from service.usecases.solver_pool import HelperProcesses
@@ -65,6 +66,28 @@ def test_a_helper_settles_its_heap_before_its_first_job(helpers: HelperProcesses
     # What the helper inherited sits in the permanent generation, out of the collections
     # its jobs trigger, as in the server (service.heap); an unsettled process has none there.
     assert helpers.submit(gc.get_freeze_count).result(timeout=60) > 10_000
+
+
+def _end_at_once(conn: object, server_pid: int) -> None:
+    """A helper process that ends before answering anything."""
+    os._exit(3)
+
+
+def test_a_pool_whose_helpers_cannot_run_serves_plans_from_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As when the server runs from standard input: a forked helper cannot import its main
+    # module and ends at once. The server must still start, and plans still get their helper.
+    monkeypatch.setattr(helper_pipe, "serve", _end_at_once)
+    pool = HelperProcesses(1)
+    try:
+        assert pool.warm() is False
+        assert pool.submit(os.getpid).result(timeout=60) == os.getpid()  # a thread here
+        snapshot = seed_snapshot()
+        request = two_shape_request(6.0)
+        assert repr(plan(request, snapshot, executor=pool)) == repr(plan(request, snapshot))
+    finally:
+        pool.shutdown()
 
 
 def test_a_pool_that_lost_its_worker_is_replaced() -> None:

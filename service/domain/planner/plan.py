@@ -20,12 +20,12 @@ Pure: same request and snapshot, same plan.
 
 from __future__ import annotations
 
-from concurrent.futures import BrokenExecutor, Executor
+from concurrent.futures import BrokenExecutor, Executor, Future
 from dataclasses import replace
 from datetime import datetime
 
 from service.domain.catalog import CatalogSnapshot
-from service.domain.planner.aside import solve_aside
+from service.domain.planner.aside import Aside, solve_aside
 from service.domain.planner.assemble import (
     assemble_fleet,
     fleet_capacity,
@@ -138,10 +138,15 @@ def _solve(
         # the single types' costs) while this thread solves and assembles the policy's fleet.
         # Plain values go to the helper and come back, so on a process pool the two share
         # nothing (no GIL); on threads HiGHS still releases it.
-        aside = executor.submit(solve_aside, problem, vendors, labels)
+        try:
+            aside: Future[Aside] | None = executor.submit(solve_aside, problem, vendors, labels)
+        except BrokenExecutor:  # no helper would start: this thread does the helper's share
+            aside = None
         solution, budget_qps = one_vendor_solve(problem, candidates, request)
         fleet = assemble_fleet(request, candidates, solution) if solution.has_fleet else None
         try:
+            if aside is None:
+                raise BrokenExecutor("no helper")
             singles, relaxed = aside.result()
         except BrokenExecutor:
             # The helper died (a process pool lost a worker): this thread does its share.
