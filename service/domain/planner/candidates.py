@@ -152,6 +152,11 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
                     # the degree that comes closest to the limit: a larger one can be slower
                     # (its all-reduces cross PCIe), and the nearest miss is the useful one
                     slo_reason, slo_excess = f"tensor_parallel={tp}: {reason}", excess
+                    if all(o.unit(tp) is None for o in offers):
+                        slo_reason += (
+                            f" (nor does any allowed offer have {tp} cards in one instance; "
+                            f"the largest has {max(o.cards_per_instance for o in offers)})"
+                        )
                 continue
             units = [
                 (offer, offer.unit(tp))

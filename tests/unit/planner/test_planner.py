@@ -128,7 +128,18 @@ def test_a_gpu_the_slo_rules_out_is_rejected_at_its_nearest_miss() -> None:
     assert tpot[8].tpot_ms > tpot[nearest].tpot_ms
     (rejection,) = plan(req, snapshot()).rejected
     assert rejection.code == "cannot_meet_slo"
-    assert rejection.reason == f"tensor_parallel={nearest}: {tpot[nearest].reason}"
+    assert rejection.reason.startswith(f"tensor_parallel={nearest}: {tpot[nearest].reason}")
+    # and it says when no allowed offer has that many cards in one instance
+    largest = max(
+        p.gpus_per_instance
+        for p in snapshot().prices
+        if p.gpu_id == "h100-nvl" and p.kind == "on_demand"
+    )
+    note = (
+        f" (nor does any allowed offer have {nearest} cards in one instance; "
+        f"the largest has {largest})"
+    )
+    assert rejection.reason.endswith(note) == (largest < nearest)
 
 
 def test_the_nearest_miss_counts_every_latency_limit() -> None:
