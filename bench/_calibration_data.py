@@ -86,6 +86,9 @@ ROOT = Path(__file__).resolve().parents[1]
 CALIBRATION_CSV = ROOT / "service" / "data" / "calibration.csv"
 SERVING_CSV = ROOT / "service" / "data" / "serving_measurements.csv"
 VALIDATION_CSV = ROOT / "bench" / "validation_points.csv"
+# Requests per run of the v0.14 Triton points ("generated using version 0.14.0, with 500
+# requests", perf-overview of v0.17, bench/data/perf_overview/v0.17.md).
+TRITON_RUN_REQUESTS = 500
 GPUS_CSV = ROOT / "service" / "data" / "gpus.csv"
 
 LoadKind = Literal["peak", "burst", "concurrency", "rate", "static"]
@@ -405,6 +408,8 @@ class Row:
     number of closed-loop clients (``concurrency``), of requests sent at once (``burst``), of
     sequences in the batch (``static``) or the request rate in req/s (``rate``); 0 for ``peak``.
     ``value`` is in the metric's unit: output tokens/s (whole run, all replicas), req/s, or ms.
+    ``requests``: how many requests a ``rate`` run sent, where its source says (0: not said;
+    the run is then read at the engine's steady state).
     """
 
     index: int
@@ -434,6 +439,7 @@ class Row:
     serve: ServeFlags = field(default_factory=ServeFlags)
     flags: tuple[str, ...] = ()
     note: str = ""
+    requests: int = 0
 
     @property
     def replicas(self) -> int:
@@ -746,6 +752,7 @@ def _load_validation(gpus: Mapping[str, GpuSpec], report: LoadReport, start: int
                 output_len=int(r["output_len"]), lengths="fixed", load="rate",
                 load_n=offered, metric=metric, stat=stat, value=float(r["value"]),
                 note="Triton TensorRT-LLM backend, Poisson arrivals",
+                requests=TRITON_RUN_REQUESTS,
             )
         )  # fmt: skip
     return out

@@ -9,7 +9,8 @@ Loads (see ``_calibration_data``):
   ``concurrency``), times the replicas the row sums over.
 * ``concurrency``: ``estimate(concurrency=N)`` (closed loop; means; p50 taken equal to the mean).
 * ``rate``: ``estimate(qps=R)``: its percentiles; past capacity the throughput is the capacity
-  and latencies are not predicted (NaN: they grow with the length of the run).
+  and latencies are not predicted (NaN: they grow with the length of the run). Where the run's
+  request count is known, its throughput is that of the finite run (:func:`rate_point`).
 * ``static``: one batch of N started together (``static_batch_point``).
 * ``burst``: N identical requests sent at t=0 (:func:`burst_point`).
 
@@ -28,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from bench._calibration_data import Row
+from bench._finite_run import finite_rate_run
 from service.domain.catalog import GpuSpec
 from service.domain.perfmodel.calibration import (
     BENCH_PROFILES,
@@ -185,8 +187,10 @@ def predict_run(
     gpus: Mapping[str, GpuSpec],
     cal: Calibration,
     profile_for: ProfileFor = default_profile_for,
+    finite_factor: float | None = None,
 ) -> RunPrediction:
-    """Prediction of the run ``row`` belongs to (``FAILED`` when the model cannot run it)."""
+    """Prediction of the run ``row`` belongs to (``FAILED`` when the model cannot run it).
+    ``finite_factor``: see :func:`rate_point`."""
     dep = deployment(row, measured_gpu(row, gpus))
     profile = profile_for(row, dep, cal)
     shape = RequestShape(row.input_len, row.output_len)
@@ -208,20 +212,7 @@ def predict_run(
             est.tpot_ms, est.tpot_ms, est.e2e_ms, est.e2e_ms, float(est.concurrency),
         )  # fmt: skip
     if row.load == "rate":
-        est = estimate_with(row.model, dep, shape, profile, cal, qps=row.load_n / reps)
-        if not est.fits:
-            return FAILED
-        if est.reason or est.latency is None:  # overloaded: capacity, latency unbounded
-            return RunPrediction(
-                est.output_tokens_per_s * reps, est.requests_per_s * reps,
-                NAN, NAN, NAN, NAN, NAN, NAN, float(est.concurrency),
-            )  # fmt: skip
-        lat = est.latency
-        return RunPrediction(
-            est.output_tokens_per_s * reps, est.requests_per_s * reps, est.ttft_ms,
-            lat.ttft_p50_ms, est.tpot_ms, lat.tpot_p50_ms, est.e2e_ms, lat.e2e_p50_ms,
-            float(est.concurrency),
-        )  # fmt: skip
+        return rate_point(row, dep, shape, profile, cal, finite_factor)
     setup = build_setup(row.model, dep, profile, cal)
     if setup.reject or kv_pool_bytes(setup, row.input_len, max(row.output_len, 2)) <= 0:
         return FAILED
@@ -231,6 +222,69 @@ def predict_run(
     if not peak.fits:
         return FAILED
     return burst_point(setup, peak, row.input_len, row.output_len, int(row.load_n), reps)
+
+
+def _plays_out(row: Row) -> bool:
+    """Whether ``row``'s run is read as a finite run: a rate run of a known number of requests
+    whose throughput is scored (its latencies, where scored, are the steady state's)."""
+    return row.load == "rate" and row.requests > 0 and row.metric in ("throughput", "requests")
+
+
+def rate_point(
+    row: Row,
+    dep: Deployment,
+    shape: RequestShape,
+    profile: EngineProfile,
+    cal: Calibration,
+    finite_factor: float | None = None,
+) -> RunPrediction:
+    """A run at ``row.load_n`` req/s over all replicas: the steady state's percentiles (past
+    capacity the throughput is the capacity and latencies are not predicted: they grow with the
+    length of the run). Where the run's request count is known (:func:`_plays_out`), its
+    throughput is the finite run's (:func:`finite_rate_run`: the batch fills and drains at the
+    ends), or the steady throughput times ``finite_factor`` when given (the ratio of the two at
+    other constants: a fit holds it fixed rather than play the run out at every step)."""
+    reps = row.replicas
+    est = estimate_with(row.model, dep, shape, profile, cal, qps=row.load_n / reps)
+    if not est.fits:
+        return FAILED
+    tput, rps = est.output_tokens_per_s * reps, est.requests_per_s * reps
+    if _plays_out(row):
+        if finite_factor is None:
+            run = finite_rate_run(
+                build_setup(row.model, dep, profile, cal), max(est.max_concurrency, 1),
+                row.input_len, row.output_len, math.ceil(row.requests / reps), row.load_n / reps,
+            )  # fmt: skip
+            finite_factor = run.requests_per_s * reps / rps if rps > 0 else 1.0
+        tput, rps = tput * finite_factor, rps * finite_factor
+    if est.reason or est.latency is None:  # overloaded: capacity, latency unbounded
+        return RunPrediction(tput, rps, NAN, NAN, NAN, NAN, NAN, NAN, float(est.concurrency))
+    lat = est.latency
+    return RunPrediction(
+        tput, rps, est.ttft_ms, lat.ttft_p50_ms, est.tpot_ms, lat.tpot_p50_ms, est.e2e_ms,
+        lat.e2e_p50_ms, float(est.concurrency),
+    )  # fmt: skip
+
+
+def finite_factors(
+    rows: Sequence[Row],
+    gpus: Mapping[str, GpuSpec],
+    cal: Calibration,
+    profile_for: ProfileFor = default_profile_for,
+) -> dict[tuple[object, ...], float]:
+    """Per run read as a finite run: its throughput over the steady state's at ``cal``."""
+    out: dict[tuple[object, ...], float] = {}
+    for r in rows:
+        if not _plays_out(r) or r.run_key in out:
+            continue
+        try:
+            played = predict_run(r, gpus, cal, profile_for)
+            steady = predict_run(r, gpus, cal, profile_for, finite_factor=1.0)
+        except (ValueError, ZeroDivisionError, OverflowError):
+            continue
+        if steady.requests_per_s > 0 and math.isfinite(played.requests_per_s):
+            out[r.run_key] = played.requests_per_s / steady.requests_per_s
+    return out
 
 
 def static_batch_point(s: Setup, l_in: int, l_out: int, clients: int) -> RunPrediction:
@@ -332,8 +386,10 @@ def predict_rows(
     gpus: Mapping[str, GpuSpec],
     cal: Calibration,
     profile_for: ProfileFor = default_profile_for,
+    factors: Mapping[tuple[object, ...], float] | None = None,
 ) -> list[float]:
-    """Predicted value of every row, in order (one model evaluation per run)."""
+    """Predicted value of every row, in order (one model evaluation per run). ``factors``
+    (:func:`finite_factors`): finite-run ratios to use instead of playing the runs out."""
     runs: dict[tuple[object, ...], RunPrediction] = {}
     out: list[float] = []
     for r in rows:
@@ -341,7 +397,8 @@ def predict_rows(
         pred = runs.get(key)
         if pred is None:
             try:
-                pred = predict_run(r, gpus, cal, profile_for)
+                factor = factors.get(key) if factors is not None else None
+                pred = predict_run(r, gpus, cal, profile_for, factor)
             except (ValueError, ZeroDivisionError, OverflowError):
                 pred = FAILED
             runs[key] = pred

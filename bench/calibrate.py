@@ -57,7 +57,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench._calibration_data import Row, fit_rows, load_gpus, load_rows  # noqa: E402
-from bench._predict import predict_rows  # noqa: E402
+from bench._predict import finite_factors, predict_rows  # noqa: E402
 from service.domain.catalog import GpuSpec  # noqa: E402
 from service.domain.perfmodel.calibration import (  # noqa: E402
     Calibration,
@@ -77,6 +77,10 @@ STAGE_A_ENGINES = ("trtllm", "lmdeploy")
 SERVING_ENGINES = tuple(e for e in ENGINES if e not in STAGE_A_ENGINES)
 MIN_BUILD_ROWS = 30
 MIN_BUILD_SOURCES = 2
+# finite-run ratios (``_solve``): re-solved from the solution at most this many times, while a
+# ratio moves by more than the tolerance
+FACTOR_REFRESHES = 2
+FACTOR_TOLERANCE = 0.01
 ENGINE_FIELDS = (
     "eff_compute", "eff_memory", "step_overhead_ms", "layer_overhead_us", "seq_overhead_us",
     "ttft_overhead_ms",
@@ -252,9 +256,10 @@ def _residuals(
     rows: Sequence[Row],
     weights: np.ndarray,
     gpus: Mapping[str, GpuSpec],
+    factors: Mapping[tuple[object, ...], float],
 ) -> np.ndarray:
     cal = calibration_from_mapping(apply(base, params, x))
-    preds = predict_rows(rows, gpus, cal)
+    preds = predict_rows(rows, gpus, cal, factors=factors)
     priors = _prior_params(params)
     out = np.empty(len(rows) + len(priors))
     for i, (r, p) in enumerate(zip(rows, preds, strict=True)):
@@ -317,12 +322,16 @@ def _solve(
     max_nfev: int,
 ) -> dict[str, Any]:
     """Bounded soft-L1 least squares from the parameters' start values. Tolerances 1e-4 on the
-    relative change of cost and step: the iterations they cut change the cost by < 0.1 %."""
+    relative change of cost and step: the iterations they cut change the cost by < 0.1 %.
+
+    Runs read as finite runs (``_predict.finite_factors``) take their ratio to the steady state
+    from the constants the solve starts at, held fixed while it runs; then from its solution,
+    and the solve continues from there when a ratio moved by more than ``FACTOR_TOLERANCE``."""
     if not params or not rows:
         return dict(base)
-    x0 = np.log([p.start for p in params])
+    x = np.log([p.start for p in params])
     bounds = (np.log([p.lo for p in params]), np.log([p.hi for p in params]))
-    args = (base, params, rows, _weights(rows, latency_weight), gpus)
+    weights = _weights(rows, latency_weight)
     structure = _sparsity(params, rows, gpus)
     groups = group_columns(structure)
 
@@ -334,21 +343,31 @@ def _solve(
         )
         return np.asarray(grouped.toarray(), dtype=float)
 
-    res = least_squares(
-        _residuals,
-        x0,
-        jac=jac,
-        bounds=bounds,
-        args=args,
-        loss="soft_l1",
-        f_scale=0.15,
-        x_scale=1.0,
-        ftol=1e-4,
-        xtol=1e-4,
-        max_nfev=max_nfev,
-        method="trf",
-    )
-    return apply(base, params, res.x)
+    def factors_at(x: np.ndarray) -> dict[tuple[object, ...], float]:
+        return finite_factors(rows, gpus, calibration_from_mapping(apply(base, params, x)))
+
+    factors = factors_at(x)
+    for _ in range(1 + FACTOR_REFRESHES):
+        res = least_squares(
+            _residuals,
+            x,
+            jac=jac,
+            bounds=bounds,
+            args=(base, params, rows, weights, gpus, factors),
+            loss="soft_l1",
+            f_scale=0.15,
+            x_scale=1.0,
+            ftol=1e-4,
+            xtol=1e-4,
+            max_nfev=max_nfev,
+            method="trf",
+        )
+        x = res.x
+        moved = factors_at(x)
+        if all(abs(moved.get(k, f) / f - 1.0) <= FACTOR_TOLERANCE for k, f in factors.items()):
+            break
+        factors = moved
+    return apply(base, params, x)
 
 
 # A GPU group without rows in a fit takes the efficiencies of the first fitted group in its

@@ -12,6 +12,7 @@ import pytest
 from bench._calibration_data import (
     GPU_LABELS,
     SERVING_CSV,
+    TRITON_RUN_REQUESTS,
     LoadReport,
     Row,
     build_of,
@@ -26,7 +27,8 @@ from bench._calibration_data import (
     parse_serve_flags,
     source_document,
 )
-from service.domain.perfmodel.calibration import BENCH_PROFILES
+from bench._predict import finite_factors, predict_rows
+from service.domain.perfmodel.calibration import BENCH_PROFILES, default_calibration
 from service.domain.perfmodel.hardware import CALIBRATED_GROUPS, calibration_group
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -307,3 +309,23 @@ def test_development_snapshots_are_scored_not_fitted(loaded: tuple[list[Row], Lo
     # the SGLang releases of the same study are fitted
     sgl = [r for r in rows if r.source == DSTACK_DEEPSEEK and r.engine == "sglang"]
     assert sgl and {r.index for r in sgl} <= fitted
+
+
+def test_triton_rate_runs_are_read_as_runs_of_their_500_requests(
+    loaded: tuple[list[Row], LoadReport],
+) -> None:
+    rows, _ = loaded
+    rate = [r for r in rows if r.load == "rate"]
+    assert rate and all(r.requests == TRITON_RUN_REQUESTS == 500 for r in rate)
+    assert all(r.requests == 0 for r in rows if r.load != "rate")
+    scored = [r for r in rate if r.metric in ("throughput", "requests")]
+    gpus = load_gpus()
+    cal = default_calibration()
+    played = predict_rows(scored, gpus, cal)
+    factors = finite_factors(scored, gpus, cal)
+    assert len(factors) == len({r.run_key for r in scored})
+    # the batch fills and drains at the ends of a 500-request run: below the steady state
+    assert all(0.5 < f < 1.0 for f in factors.values()), factors
+    assert predict_rows(scored, gpus, cal, factors=factors) == pytest.approx(played, rel=1e-12)
+    steady = predict_rows(scored, gpus, cal, factors=dict.fromkeys(factors, 1.0))
+    assert all(p < s for p, s in zip(played, steady, strict=True))
