@@ -121,11 +121,15 @@ MISS_REASONS: dict[tuple[str, str], str] = {
         "tokens come 3-130x later than predicted (decode 1.7-8x slower): " + _DSTACK_DEEPSEEK
     ),
     ("trtllm", "throughput_at_load"): (
-        "22 of the rows are the same v0.14 Triton points under request rates and 8 are NIM 1.8 "
-        "closed loops (one source): held out, each leaves its build without other online data, "
-        "so throughput under load comes from builds measured only offline. The other 9 are "
-        "dstack's trtllm-serve DeepSeek-R1 runs, predicted at 2.3-7.6x the measured rate: "
-        + _DSTACK_DEEPSEEK
+        "22 of the rows are v0.14's points behind Triton under request rates, read as runs of "
+        "their 500 requests (the batch fills at the start and drains at the end); held out, "
+        "their median error is 7%: the 467/256-token runs within 6%, the 202/214-token runs "
+        "6-64% above the measured rate, more the higher the rate (the source gives these "
+        "lengths as means; where outputs vary, the longest requests decode alone at the end "
+        "of the run). 8 are NIM 1.8 closed loops (one source), predicted 17-19% low: held "
+        "out, NIM has no other online data, so its throughput under load comes from builds "
+        "measured only offline. The other 9 are dstack's trtllm-serve DeepSeek-R1 runs, "
+        "predicted at 2.3-7.6x the measured rate: " + _DSTACK_DEEPSEEK
     ),
     ("vllm", "peak_throughput"): (
         "Four groups dominate. "

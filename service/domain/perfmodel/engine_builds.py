@@ -24,20 +24,20 @@ PROFILES: dict[str, object] = {
         "validation": {
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.5173,
-                    "median_ape": 0.5173,
+                    "bias": -0.514,
+                    "median_ape": 0.514,
                     "n": 18,
                     "within_25pct": 0.0,
                 },
                 "throughput_at_load": {
-                    "bias": 1.5178,
-                    "median_ape": 1.5178,
+                    "bias": 1.5011,
+                    "median_ape": 1.5011,
                     "n": 18,
                     "within_25pct": 0.0,
                 },
                 "tpot": {
-                    "bias": -0.5153,
-                    "median_ape": 0.5153,
+                    "bias": -0.5118,
+                    "median_ape": 0.5118,
                     "n": 36,
                     "within_25pct": 0.0,
                 },
@@ -66,52 +66,52 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ampere-hbm": {
                 "itl": {
-                    "bias": 0.1238,
-                    "median_ape": 0.1816,
+                    "bias": 0.1649,
+                    "median_ape": 0.2707,
                     "n": 4,
-                    "within_25pct": 0.75,
+                    "within_25pct": 0.5,
                 },
                 "peak_throughput": {
-                    "bias": 0.0424,
-                    "median_ape": 0.0571,
+                    "bias": 0.0464,
+                    "median_ape": 0.0558,
                     "n": 4,
                     "within_25pct": 1.0,
                 },
                 "tpot": {
-                    "bias": 0.1275,
-                    "median_ape": 0.1755,
+                    "bias": 0.1704,
+                    "median_ape": 0.2915,
                     "n": 8,
-                    "within_25pct": 0.75,
+                    "within_25pct": 0.375,
                 },
                 "ttft": {
-                    "bias": -0.166,
-                    "median_ape": 0.166,
+                    "bias": -0.1766,
+                    "median_ape": 0.1766,
                     "n": 8,
                     "within_25pct": 1.0,
                 },
             },
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.0251,
-                    "median_ape": 0.3278,
+                    "bias": -0.0441,
+                    "median_ape": 0.3241,
                     "n": 17,
                     "within_25pct": 0.4118,
                 },
                 "peak_throughput": {
-                    "bias": 0.0071,
-                    "median_ape": 0.2445,
+                    "bias": 0.0131,
+                    "median_ape": 0.2389,
                     "n": 17,
                     "within_25pct": 0.5294,
                 },
                 "tpot": {
-                    "bias": -0.0309,
-                    "median_ape": 0.3272,
+                    "bias": -0.0516,
+                    "median_ape": 0.3213,
                     "n": 34,
-                    "within_25pct": 0.4118,
+                    "within_25pct": 0.3824,
                 },
                 "ttft": {
-                    "bias": -0.276,
-                    "median_ape": 0.276,
+                    "bias": -0.2931,
+                    "median_ape": 0.2931,
                     "n": 34,
                     "within_25pct": 0.4706,
                 },
@@ -146,16 +146,16 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": 0.0267,
-                    "median_ape": 0.0948,
+                    "bias": 0.0266,
+                    "median_ape": 0.0994,
                     "n": 45,
                     "within_25pct": 0.6889,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": 0.1722,
-                    "median_ape": 0.1722,
+                    "bias": 0.1676,
+                    "median_ape": 0.1676,
                     "n": 31,
                     "within_25pct": 0.6129,
                 },
@@ -163,7 +163,7 @@ PROFILES: dict[str, object] = {
             "hopper-hbm": {
                 "peak_throughput": {
                     "bias": 0.2032,
-                    "median_ape": 0.2332,
+                    "median_ape": 0.2344,
                     "n": 119,
                     "within_25pct": 0.521,
                 },
@@ -187,24 +187,24 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": -0.0316,
-                    "median_ape": 0.0481,
+                    "bias": -0.033,
+                    "median_ape": 0.0475,
                     "n": 21,
                     "within_25pct": 1.0,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0109,
-                    "median_ape": 0.0942,
+                    "bias": -0.01,
+                    "median_ape": 0.0948,
                     "n": 30,
                     "within_25pct": 0.8667,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0347,
-                    "median_ape": 0.1057,
+                    "bias": -0.0339,
+                    "median_ape": 0.1065,
                     "n": 95,
                     "within_25pct": 0.8842,
                 },
@@ -228,26 +228,26 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": 0.0312,
-                    "median_ape": 0.0494,
+                    "bias": 0.0368,
+                    "median_ape": 0.0544,
                     "n": 29,
                     "within_25pct": 0.9655,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": 0.0006,
-                    "median_ape": 0.0949,
+                    "bias": 0.0003,
+                    "median_ape": 0.0942,
                     "n": 52,
                     "within_25pct": 0.9038,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": 0.0106,
-                    "median_ape": 0.0956,
+                    "bias": 0.0114,
+                    "median_ape": 0.0943,
                     "n": 149,
-                    "within_25pct": 0.8926,
+                    "within_25pct": 0.8859,
                 },
             },
         },
@@ -269,7 +269,7 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": 0.0056,
+                    "bias": 0.0079,
                     "median_ape": 0.0455,
                     "n": 98,
                     "within_25pct": 0.9796,
@@ -277,18 +277,18 @@ PROFILES: dict[str, object] = {
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0747,
-                    "median_ape": 0.1184,
+                    "bias": -0.0737,
+                    "median_ape": 0.1182,
                     "n": 129,
-                    "within_25pct": 0.907,
+                    "within_25pct": 0.9147,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0306,
-                    "median_ape": 0.0983,
+                    "bias": -0.0297,
+                    "median_ape": 0.0975,
                     "n": 431,
-                    "within_25pct": 0.8724,
+                    "within_25pct": 0.8747,
                 },
             },
         },
@@ -333,10 +333,10 @@ PROFILES: dict[str, object] = {
                     "within_25pct": 0.8566,
                 },
                 "throughput_at_load": {
-                    "bias": 0.1899,
-                    "median_ape": 0.1899,
+                    "bias": 0.0696,
+                    "median_ape": 0.0696,
                     "n": 22,
-                    "within_25pct": 0.6364,
+                    "within_25pct": 0.7727,
                 },
                 "tpot": {
                     "bias": -0.0849,
@@ -370,26 +370,26 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": -0.056,
-                    "median_ape": 0.0599,
+                    "bias": -0.055,
+                    "median_ape": 0.059,
                     "n": 79,
                     "within_25pct": 0.9873,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0536,
-                    "median_ape": 0.1231,
+                    "bias": -0.0534,
+                    "median_ape": 0.1205,
                     "n": 192,
-                    "within_25pct": 0.9219,
+                    "within_25pct": 0.9115,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0971,
-                    "median_ape": 0.1311,
+                    "bias": -0.0939,
+                    "median_ape": 0.1285,
                     "n": 232,
-                    "within_25pct": 0.931,
+                    "within_25pct": 0.9397,
                 },
             },
         },
@@ -411,48 +411,48 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": -0.0352,
-                    "median_ape": 0.0635,
+                    "bias": -0.0359,
+                    "median_ape": 0.061,
                     "n": 54,
                     "within_25pct": 0.9815,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0065,
-                    "median_ape": 0.0729,
+                    "bias": -0.0039,
+                    "median_ape": 0.067,
                     "n": 79,
-                    "within_25pct": 0.9494,
+                    "within_25pct": 0.962,
                 },
             },
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.5653,
-                    "median_ape": 0.5653,
+                    "bias": -0.5638,
+                    "median_ape": 0.5638,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "peak_throughput": {
-                    "bias": -0.0407,
-                    "median_ape": 0.0927,
+                    "bias": -0.0394,
+                    "median_ape": 0.0913,
                     "n": 205,
-                    "within_25pct": 0.961,
+                    "within_25pct": 0.9659,
                 },
                 "throughput_at_load": {
-                    "bias": 2.5238,
-                    "median_ape": 2.5238,
+                    "bias": 2.5124,
+                    "median_ape": 2.5124,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "tpot": {
-                    "bias": -0.5426,
-                    "median_ape": 0.5426,
+                    "bias": -0.541,
+                    "median_ape": 0.541,
                     "n": 18,
                     "within_25pct": 0.0,
                 },
                 "ttft": {
-                    "bias": -0.8543,
-                    "median_ape": 0.8543,
+                    "bias": -0.8525,
+                    "median_ape": 0.8525,
                     "n": 18,
                     "within_25pct": 0.0,
                 },
@@ -475,16 +475,16 @@ PROFILES: dict[str, object] = {
         "validation": {
             "blackwell-hbm": {
                 "peak_throughput": {
-                    "bias": 0.011,
-                    "median_ape": 0.1101,
+                    "bias": 0.0137,
+                    "median_ape": 0.1117,
                     "n": 60,
                     "within_25pct": 0.9167,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0088,
-                    "median_ape": 0.0891,
+                    "bias": -0.0083,
+                    "median_ape": 0.0879,
                     "n": 120,
                     "within_25pct": 0.9083,
                 },
@@ -508,18 +508,18 @@ PROFILES: dict[str, object] = {
         "validation": {
             "blackwell-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0189,
-                    "median_ape": 0.111,
+                    "bias": -0.0213,
+                    "median_ape": 0.1141,
                     "n": 44,
                     "within_25pct": 1.0,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0166,
-                    "median_ape": 0.0793,
+                    "bias": -0.0176,
+                    "median_ape": 0.0787,
                     "n": 65,
-                    "within_25pct": 0.9692,
+                    "within_25pct": 0.9846,
                 },
             },
         },
@@ -542,24 +542,24 @@ PROFILES: dict[str, object] = {
         "validation": {
             "blackwell-gddr": {
                 "peak_throughput": {
-                    "bias": -0.1939,
-                    "median_ape": 0.1939,
+                    "bias": -0.1767,
+                    "median_ape": 0.1767,
                     "n": 49,
-                    "within_25pct": 0.7143,
+                    "within_25pct": 0.8571,
                 },
             },
             "blackwell-hbm": {
                 "peak_throughput": {
-                    "bias": 0.0497,
-                    "median_ape": 0.1145,
+                    "bias": 0.0489,
+                    "median_ape": 0.1131,
                     "n": 98,
                     "within_25pct": 0.6939,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": 0.0912,
-                    "median_ape": 0.134,
+                    "bias": 0.0742,
+                    "median_ape": 0.1299,
                     "n": 112,
                     "within_25pct": 0.7411,
                 },
@@ -580,28 +580,28 @@ PROFILES: dict[str, object] = {
         "validation": {
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.0134,
-                    "median_ape": 0.2987,
+                    "bias": -0.0226,
+                    "median_ape": 0.3072,
                     "n": 8,
                     "within_25pct": 0.375,
                 },
                 "peak_throughput": {
-                    "bias": 0.0342,
-                    "median_ape": 0.1511,
+                    "bias": 0.0388,
+                    "median_ape": 0.1568,
                     "n": 8,
                     "within_25pct": 0.75,
                 },
                 "tpot": {
-                    "bias": 0.0502,
-                    "median_ape": 0.138,
+                    "bias": 0.0373,
+                    "median_ape": 0.1347,
                     "n": 16,
                     "within_25pct": 0.5625,
                 },
                 "ttft": {
-                    "bias": -0.1246,
-                    "median_ape": 0.1246,
+                    "bias": -0.1244,
+                    "median_ape": 0.1244,
                     "n": 16,
-                    "within_25pct": 0.6875,
+                    "within_25pct": 0.75,
                 },
             },
         },
@@ -622,52 +622,52 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ampere-hbm": {
                 "itl": {
-                    "bias": -0.0035,
-                    "median_ape": 0.2606,
+                    "bias": 0.069,
+                    "median_ape": 0.2521,
                     "n": 36,
                     "within_25pct": 0.4722,
                 },
                 "peak_throughput": {
-                    "bias": -0.0452,
-                    "median_ape": 0.2575,
+                    "bias": -0.0476,
+                    "median_ape": 0.2564,
                     "n": 36,
-                    "within_25pct": 0.4444,
+                    "within_25pct": 0.4722,
                 },
                 "tpot": {
-                    "bias": 0.027,
-                    "median_ape": 0.2464,
+                    "bias": 0.0921,
+                    "median_ape": 0.2494,
                     "n": 72,
                     "within_25pct": 0.5139,
                 },
                 "ttft": {
-                    "bias": -0.0801,
-                    "median_ape": 0.265,
+                    "bias": -0.0859,
+                    "median_ape": 0.2694,
                     "n": 72,
                     "within_25pct": 0.4444,
                 },
             },
             "hopper-hbm": {
                 "itl": {
-                    "bias": 0.0207,
-                    "median_ape": 0.1218,
+                    "bias": -0.0119,
+                    "median_ape": 0.1232,
                     "n": 32,
-                    "within_25pct": 0.7812,
+                    "within_25pct": 0.75,
                 },
                 "peak_throughput": {
-                    "bias": -0.0638,
-                    "median_ape": 0.2297,
+                    "bias": -0.0676,
+                    "median_ape": 0.2185,
                     "n": 32,
-                    "within_25pct": 0.5625,
+                    "within_25pct": 0.5938,
                 },
                 "tpot": {
-                    "bias": -0.021,
-                    "median_ape": 0.1823,
+                    "bias": -0.0578,
+                    "median_ape": 0.1719,
                     "n": 64,
-                    "within_25pct": 0.7656,
+                    "within_25pct": 0.7969,
                 },
                 "ttft": {
-                    "bias": -0.1738,
-                    "median_ape": 0.187,
+                    "bias": -0.179,
+                    "median_ape": 0.194,
                     "n": 64,
                     "within_25pct": 0.6406,
                 },
@@ -688,26 +688,26 @@ PROFILES: dict[str, object] = {
         "validation": {
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.4418,
-                    "median_ape": 0.4418,
+                    "bias": -0.4458,
+                    "median_ape": 0.4458,
                     "n": 5,
                     "within_25pct": 0.2,
                 },
                 "peak_throughput": {
-                    "bias": 0.5792,
-                    "median_ape": 0.5792,
+                    "bias": 0.5917,
+                    "median_ape": 0.5917,
                     "n": 5,
                     "within_25pct": 0.2,
                 },
                 "tpot": {
-                    "bias": -0.433,
-                    "median_ape": 0.433,
+                    "bias": -0.4374,
+                    "median_ape": 0.4374,
                     "n": 10,
                     "within_25pct": 0.2,
                 },
                 "ttft": {
-                    "bias": -0.5925,
-                    "median_ape": 0.5925,
+                    "bias": -0.5941,
+                    "median_ape": 0.5941,
                     "n": 10,
                     "within_25pct": 0.0,
                 },
@@ -728,20 +728,20 @@ PROFILES: dict[str, object] = {
         "validation": {
             "hopper-hbm": {
                 "itl": {
-                    "bias": 0.1952,
-                    "median_ape": 0.1952,
+                    "bias": 0.1954,
+                    "median_ape": 0.1954,
                     "n": 5,
                     "within_25pct": 0.6,
                 },
                 "throughput_at_load": {
-                    "bias": -0.0408,
-                    "median_ape": 0.0488,
+                    "bias": -0.0406,
+                    "median_ape": 0.0496,
                     "n": 5,
                     "within_25pct": 1.0,
                 },
                 "ttft": {
-                    "bias": 0.558,
-                    "median_ape": 0.558,
+                    "bias": 0.5409,
+                    "median_ape": 0.5409,
                     "n": 5,
                     "within_25pct": 0.4,
                 },
