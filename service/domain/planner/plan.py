@@ -64,7 +64,7 @@ from service.domain.solver import (
     FleetSolution,
     ReasonCode,
     SolveStatus,
-    solve_single_type,
+    max_qps_within_budget,
 )
 
 
@@ -174,7 +174,8 @@ def _solve(
             request, candidates, next(a for a in alternatives if a.gpu == gpu), solution
         )
         if request.budget_usd_per_hour is not None:
-            budget_qps = solve_single_type(problem, gpu, with_max_qps=True).max_qps_within_budget
+            # the most load the budget buys of this GPU alone, within the budget or over it
+            budget_qps = max_qps_within_budget(problem, gpu)
     rejected = dict(candidates.rejected)
     in_fleet = {line.gpu for line in fleet.lines} if fleet else set()
     for gpu, sol in singles.items():

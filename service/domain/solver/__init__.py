@@ -3,7 +3,7 @@
 Public API::
 
     solve_fleet(problem) -> FleetSolution
-    max_qps_within_budget(problem) -> float
+    max_qps_within_budget(problem, gpu_id=None) -> float
     solve_single_type(problem, gpu_id, *, with_max_qps=False) -> FleetSolution
     cheapest_single_type(problem, *, with_max_qps=False) -> dict[str, FleetSolution]
     relaxation_savings(problem, solution, labels=None, relaxed=None)

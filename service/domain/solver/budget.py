@@ -80,14 +80,15 @@ def _max_scale_qps(canon: Canon, gpu_id: str | None) -> float:
     return _max_scale(canon, gpu_id) * canon.raw_demand_total * (1.0 - SCALE_SAFETY)
 
 
-def max_qps_within_budget(problem: FleetProblem) -> float:
+def max_qps_within_budget(problem: FleetProblem, gpu_id: str | None = None) -> float:
     """Total offered load in requests/s, BEFORE headroom, that a fleet within
     ``problem.budget_usd_per_hour`` serves, keeping each bucket's share of the demand and every
-    other constraint (headroom, caps, ``min_replicas``, ``allow_mix``).
+    other constraint (headroom, caps, ``min_replicas``, ``allow_mix``); of ``gpu_id`` alone
+    when given.
 
     0.0 when nothing fits the budget, and when the workload has no demand (no mix to scale).
     Raises :class:`InvalidInput` when the problem has no budget.
     """
     if problem.budget_usd_per_hour is None:
         raise InvalidInput("max_qps_within_budget needs a budget", field="budget_usd_per_hour")
-    return _max_scale_qps(canonicalize(problem), None)
+    return _max_scale_qps(canonicalize(problem), gpu_id)

@@ -130,6 +130,20 @@ def test_a_small_saving_returns_the_single_type_and_names_the_mix() -> None:
     assert f"{saving:.1f}%" in sentence and "min_mix_savings_percent=10%" in sentence
 
 
+def test_a_single_type_chosen_by_the_mixing_rule_still_says_what_the_budget_buys() -> None:
+    gpus = ("h100-sxm", "b200")
+    budget = cost(seventy_b(30, gpus, mixing=MixingPolicy())) * 1.5
+    p = seventy_b(30, gpus, mixing=MixingPolicy(), budget=budget)
+    assert p.mixing is not None and p.mixing.rule == "mix_saving_below_threshold"
+    assert p.status == "optimal" and p.fleet is not None
+    assert p.max_qps_within_budget is not None and p.max_qps_within_budget > 30
+    assert any(s.startswith("Within the budget") for s in p.explanation)
+    # the GPU the plan uses carries the load it names, alone and within the budget
+    (gpu,) = {x.gpu for x in p.fleet.lines}
+    at = seventy_b(p.max_qps_within_budget, (gpu,), budget=budget)
+    assert at.status == "optimal" and cost(at) <= budget + 1e-6
+
+
 def test_a_saving_above_the_threshold_keeps_the_mix() -> None:
     gpus = ("h100-sxm", "b200")
     free = seventy_b(25, gpus)
