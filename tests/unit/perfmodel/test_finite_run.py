@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 from typing import cast
 
 import pytest
@@ -26,6 +27,30 @@ from tests.unit.perfmodel.physics import dep, perturbed
 
 CALS = perturbed()
 SHAPES = [(128, 128), (467, 256), (2048, 64)]
+CASES = [
+    pytest.param((cal, engine, shape), id=f"{i}-{engine}-{shape[0]}x{shape[1]}")
+    for i, cal in enumerate(CALS)
+    for engine in ("trtllm", "vllm")
+    for shape in SHAPES
+]
+
+
+@dataclass(frozen=True)
+class Case:
+    """An engine's setup for Llama-3.1-8B on an H100 under one calibration, and a shape."""
+
+    cal: Calibration
+    engine: str
+    shape: tuple[int, int]
+
+    @property
+    def setup(self) -> Setup:
+        return setup(self.cal, self.engine)
+
+
+@pytest.fixture(params=CASES)
+def case(request: pytest.FixtureRequest) -> Case:
+    return Case(*request.param)
 
 
 def setup(cal: Calibration, engine: str, model: str = "llama-3.1-8b") -> Setup:
@@ -34,13 +59,8 @@ def setup(cal: Calibration, engine: str, model: str = "llama-3.1-8b") -> Setup:
     )
 
 
-@pytest.mark.parametrize("cal", CALS, ids=range(len(CALS)))
-@pytest.mark.parametrize("engine", ["trtllm", "vllm"])
-@pytest.mark.parametrize("shape", SHAPES)
-def test_requests_that_never_meet_each_take_a_lone_request_time(
-    cal: Calibration, engine: str, shape: tuple[int, int]
-) -> None:
-    s = setup(cal, engine)
+def test_requests_that_never_meet_each_take_a_lone_request_time(case: Case) -> None:
+    s, shape = case.setup, case.shape
     lone = finite_rate_run(s, 64, *shape, 1, 1.0)
     assert lone.e2e_mean_s == pytest.approx(lone.duration_s)
     rate = 0.5 / lone.duration_s  # the next request arrives after the last has left
@@ -51,13 +71,8 @@ def test_requests_that_never_meet_each_take_a_lone_request_time(
     assert run.tokens_per_s == pytest.approx(20 * shape[1] / run.duration_s)
 
 
-@pytest.mark.parametrize("cal", CALS, ids=range(len(CALS)))
-@pytest.mark.parametrize("engine", ["trtllm", "vllm"])
-@pytest.mark.parametrize("shape", SHAPES)
-def test_an_engine_holding_one_sequence_serves_requests_one_after_another(
-    cal: Calibration, engine: str, shape: tuple[int, int]
-) -> None:
-    s = setup(cal, engine)
+def test_an_engine_holding_one_sequence_serves_requests_one_after_another(case: Case) -> None:
+    s, shape = case.setup, case.shape
     lone = finite_rate_run(s, 1, *shape, 1, 1.0)
     busy = lone.duration_s - s.ttft_oh_s  # engine time of one request
     prefill = lone.ttft_mean_s - s.ttft_oh_s
@@ -70,13 +85,8 @@ def test_an_engine_holding_one_sequence_serves_requests_one_after_another(
     )
 
 
-@pytest.mark.parametrize("cal", CALS, ids=range(len(CALS)))
-@pytest.mark.parametrize("engine", ["trtllm", "vllm"])
-@pytest.mark.parametrize("shape", SHAPES)
-def test_a_run_lasts_at_least_the_sending_plus_a_lone_request(
-    cal: Calibration, engine: str, shape: tuple[int, int]
-) -> None:
-    s = setup(cal, engine)
+def test_a_run_lasts_at_least_the_sending_plus_a_lone_request(case: Case) -> None:
+    s, shape = case.setup, case.shape
     lone = finite_rate_run(s, 256, *shape, 1, 1.0)
     for rate in (0.5, 2.0, 8.0, 32.0, 128.0, 1e6):
         run = finite_rate_run(s, 256, *shape, 500, rate)
@@ -85,16 +95,11 @@ def test_a_run_lasts_at_least_the_sending_plus_a_lone_request(
         assert run.e2e_mean_s >= lone.e2e_mean_s * (1 - 1e-9)
 
 
-@pytest.mark.parametrize("cal", CALS, ids=range(len(CALS)))
-@pytest.mark.parametrize("engine", ["trtllm", "vllm"])
-@pytest.mark.parametrize("shape", SHAPES)
-def test_a_saturated_run_approaches_the_steady_capacity_as_it_grows(
-    cal: Calibration, engine: str, shape: tuple[int, int]
-) -> None:
-    s = setup(cal, engine)
+def test_a_saturated_run_approaches_the_steady_capacity_as_it_grows(case: Case) -> None:
+    s, shape = case.setup, case.shape
     peak = estimate_with(
-        PRESETS["llama-3.1-8b"], dep("h100-sxm", engine=engine), RequestShape(*shape),
-        PUBLIC_PROFILES[cast(Engine, engine)], cal,
+        PRESETS["llama-3.1-8b"], dep("h100-sxm", engine=case.engine), RequestShape(*shape),
+        PUBLIC_PROFILES[cast(Engine, case.engine)], case.cal,
     )  # fmt: skip
     b_max = peak.max_concurrency
     rate = 1e6  # everything sent at once: the engine is the only limit
