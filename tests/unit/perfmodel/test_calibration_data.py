@@ -5,6 +5,8 @@ folds that never put a source on both sides."""
 from __future__ import annotations
 
 import csv
+import math
+import statistics
 from pathlib import Path
 
 import pytest
@@ -28,7 +30,13 @@ from bench._calibration_data import (
     source_document,
 )
 from bench._predict import finite_factors, predict_rows
-from service.domain.perfmodel.calibration import BENCH_PROFILES, default_calibration
+from bench.calibrate import Param, _solve
+from service.domain.perfmodel.calibration import (
+    BENCH_PROFILES,
+    calibration_from_mapping,
+    default_calibration,
+)
+from service.domain.perfmodel.constants import FITTED
 from service.domain.perfmodel.hardware import CALIBRATED_GROUPS, calibration_group
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -329,3 +337,22 @@ def test_triton_rate_runs_are_read_as_runs_of_their_500_requests(
     assert predict_rows(scored, gpus, cal, factors=factors) == pytest.approx(played, rel=1e-12)
     steady = predict_rows(scored, gpus, cal, factors=dict.fromkeys(factors, 1.0))
     assert all(p < s for p, s in zip(played, steady, strict=True))
+
+
+def test_a_fit_on_finite_runs_matches_them_as_played_out(
+    loaded: tuple[list[Row], LoadReport],
+) -> None:
+    """The fit holds each run's finite-run ratio fixed while it solves; its solution must fit
+    the runs as they are played out at the solution's own constants."""
+    rows, _ = loaded
+    runs = [r for r in rows if r.requests > 0 and r.metric == "throughput" and r.input_len == 467]
+    assert len(runs) >= 8
+    gpus = load_gpus()
+    params = [
+        Param(("groups", "hopper-hbm", "eta_m"), 0.75, 0.3, 1.0),
+        Param(("groups", "hopper-hbm", "eta_c"), 0.6, 0.15, 1.0),
+    ]
+    fitted = calibration_from_mapping(_solve(dict(FITTED), params, runs, gpus, 1.0, 100))
+    ratios = [p / r.value for p, r in zip(predict_rows(runs, gpus, fitted), runs, strict=True)]
+    assert abs(statistics.median(math.log(x) for x in ratios)) < 0.01, ratios
+    assert all(0.95 < x < 1.05 for x in ratios), ratios
