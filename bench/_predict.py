@@ -267,19 +267,17 @@ def rate_point(
 
 
 def finite_factors(
-    rows: Sequence[Row],
-    gpus: Mapping[str, GpuSpec],
-    cal: Calibration,
-    profile_for: ProfileFor = default_profile_for,
+    rows: Sequence[Row], gpus: Mapping[str, GpuSpec], cal: Calibration
 ) -> dict[tuple[object, ...], float]:
-    """Per run read as a finite run: its throughput over the steady state's at ``cal``."""
+    """Per run read as a finite run: its throughput over the steady state's at ``cal`` (each
+    row's default serving profile, as the fit predicts it)."""
     out: dict[tuple[object, ...], float] = {}
     for r in rows:
         if not _plays_out(r) or r.run_key in out:
             continue
         try:
-            played = predict_run(r, gpus, cal, profile_for)
-            steady = predict_run(r, gpus, cal, profile_for, finite_factor=1.0)
+            played = predict_run(r, gpus, cal)
+            steady = predict_run(r, gpus, cal, finite_factor=1.0)
         except (ValueError, ZeroDivisionError, OverflowError):
             continue
         if steady.requests_per_s > 0 and math.isfinite(played.requests_per_s):

@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -90,28 +90,41 @@ METRIC_LABEL = {
 TARGET_ENGINES = ("trtllm", "vllm", "sglang")
 TARGETS = {"peak_throughput": 0.15, "throughput_at_load": 0.15, "ttft": 0.25, "tpot": 0.25}
 # Why a target is missed, per (engine, metric), as diagnosed from the residuals by source
-# (``residual_lines``). ``missed_targets`` attaches the reason to every target the LOSO
+# (``residual_lines``): the reason, and the keys of the causes it shares with other misses
+# (``SHARED_CAUSES``, stated once). ``missed_targets`` attaches them to every target the LOSO
 # validation misses; bench/calibrate.py stores them in ``FIT_REPORT["target_notes"]`` and
-# ``make readme`` prints them under the accuracy tables. A missed target without an entry says
-# so.
-_SHORT_BURSTS = (
-    "GPUStack's bursts of 1,000 requests of 128 prompt / 4 output tokens are bound by the "
-    "server's per-request path (chat template, tokenising, then detokenising and streaming each "
-    "request's chunks on the frontend's event loop; the runs use /v1/chat/completions), not by "
-    "the GPUs: their timings imply 3-22 ms per request depending on the model (gpt-oss 3-5 ms, "
-    "DeepSeek-V3 and GLM 12-22 ms). A per-build frontend time fitted on the other models' "
-    "bursts did not carry over to the held-out model (the LOSO error rose), so these runs are "
-    "scored, not fitted (MIN_FIT_OUTPUT)."
-)
-_DSTACK_DEEPSEEK = (
-    "dstack's DeepSeek-R1 closed loops (8x H200 and 8x MI300X, 3,200-token prompts, 4-128 "
-    "clients, early 2025: vLLM 0.7.3/0.7.4 and TensorRT-LLM 0.17.post1 development snapshots, "
-    "scored, not fitted, and SGLang 0.4.2/0.4.3) are far slower than the model predicts from "
-    "the other sources, whose DeepSeek runs are GPUStack's bursts with mid/late-2025 builds "
-    "(vLLM 0.11-0.13, SGLang 0.5). Whether the gap is those early builds or the model's MoE "
-    "decode at a few dozen sequences, no source measuring both on one machine tells."
-)
-MISS_REASONS: dict[tuple[str, str], str] = {
+# ``FIT_REPORT["shared_causes"]``, and ``make readme`` prints them under the accuracy tables. A
+# missed target without an entry says so.
+SHARED_CAUSES: dict[str, dict[str, str]] = {
+    "short_bursts": {
+        "title": "GPUStack's short bursts",
+        "text": (
+            "GPUStack's bursts of 1,000 requests of 128 prompt / 4 output tokens are bound by "
+            "the server's per-request path (chat template, tokenising, then detokenising and "
+            "streaming each request's chunks on the frontend's event loop; the runs use "
+            "/v1/chat/completions), not by the GPUs: their timings imply 3-22 ms per request "
+            "depending on the model (gpt-oss 3-5 ms, DeepSeek-V3 and GLM 12-22 ms). A "
+            "per-build frontend time fitted on the other models' bursts did not carry over to "
+            "the held-out model (the LOSO error rose), so these runs are scored, not fitted "
+            "(MIN_FIT_OUTPUT)."
+        ),
+    },
+    "dstack_deepseek": {
+        "title": "dstack's DeepSeek-R1 runs",
+        "text": (
+            "dstack's DeepSeek-R1 closed loops (8x H200 and 8x MI300X, 3,200-token prompts, "
+            "4-128 clients, early 2025: vLLM 0.7.3/0.7.4 and TensorRT-LLM 0.17.post1 "
+            "development snapshots, scored, not fitted, and SGLang 0.4.2/0.4.3) are far slower "
+            "than the model predicts from the other sources, whose DeepSeek runs are GPUStack's "
+            "bursts with mid/late-2025 builds (vLLM 0.11-0.13, SGLang 0.5). Whether the gap is "
+            "those early builds or the model's MoE decode at a few dozen sequences, no source "
+            "measuring both on one machine tells."
+        ),
+    },
+}
+_BURSTS = ("short_bursts",)
+_DSTACK = ("dstack_deepseek",)
+MISS_REASONS: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
     ("trtllm", "ttft"): (
         "Three online TensorRT-LLM sources. 38 of the rows are v0.14's points behind Triton, one "
         "source (held out with that release's offline rows, which share its document); held "
@@ -119,8 +132,9 @@ MISS_REASONS: dict[tuple[str, str], str] = {
         "7 ms per first token) is learnt from no other source and TTFT is under-predicted by "
         "about that. 8 are NIM 1.8 closed loops, held out 0.88-1.33x the measured TTFT "
         "(median 17% off): NIM then has no online data of its own. 18 are dstack's "
-        "trtllm-serve runs of DeepSeek-R1 on 8x H200, whose first tokens come 3-130x later "
-        "than predicted (decode 1.7-8x slower): " + _DSTACK_DEEPSEEK
+        "trtllm-serve runs of DeepSeek-R1 on 8x H200 (see below), whose first tokens come "
+        "3-130x later than predicted (decode 1.7-8x slower).",
+        _DSTACK,
     ),
     ("trtllm", "throughput_at_load"): (
         "22 of the rows are v0.14's points behind Triton under request rates, read as runs of "
@@ -130,59 +144,66 @@ MISS_REASONS: dict[tuple[str, str], str] = {
         "lengths as means; where outputs vary, the longest requests decode alone at the end "
         "of the run). 8 are NIM 1.8 closed loops (one source), predicted 17-19% low: held "
         "out, NIM has no other online data, so its throughput under load comes from builds "
-        "measured only offline. The other 9 are dstack's trtllm-serve DeepSeek-R1 runs, "
-        "predicted at 2.3-7.6x the measured rate: " + _DSTACK_DEEPSEEK
+        "measured only offline. The other 9 are dstack's trtllm-serve DeepSeek-R1 runs (see "
+        "below), predicted at 2.3-7.6x the measured rate.",
+        _DSTACK,
     ),
     ("vllm", "peak_throughput"): (
-        "Four groups dominate. "
-        + _SHORT_BURSTS
-        + " They are 20 of the rows, predicted at 0.5-4.4x the measured rate. vLLM 0.13 on "
-        "DeepSeek-V3.2 (its only source; new sparse-attention kernels) runs 1.2-1.9x slower "
-        "than predicted from other builds. vLLM's fused-MoE efficiency is one per build (fitted "
-        "at about half the reference's) and shared by every MoE model: gpt-oss-20b, whose "
-        "experts are 4-bit, runs 1.4-1.8x faster than predicted on H100, and dense Qwen3-32B "
-        "1.35-1.4x faster on A100 (1.15-1.3x slower on H100). dstack's 8x H100 batches of "
-        "Meta's Llama-3.1-405B-FP8 checkpoint (attention and the outer layers in BF16, which "
-        "the model counts; a vLLM 0.6.3 development build, scored, not fitted; 17 rows) are "
-        "predicted within 10% up to 32 prompts of 128 tokens or 16 of 2,048; larger batches "
-        "and every 32,784-token batch run 1.3-2.1x slower than predicted, a gap no other "
-        "source on this build can explain."
+        "Four groups dominate. GPUStack's short bursts (see below) are 20 of the rows, "
+        "predicted at 0.5-4.4x the measured rate. vLLM 0.13 on DeepSeek-V3.2 (its only source; "
+        "new sparse-attention kernels) runs 1.2-1.9x slower than predicted from other builds. "
+        "vLLM's fused-MoE efficiency is one per build (fitted at about half the reference's) "
+        "and shared by every MoE model: gpt-oss-20b, whose experts are 4-bit, runs 1.4-1.8x "
+        "faster than predicted on H100, and dense Qwen3-32B 1.35-1.4x faster on A100 "
+        "(1.15-1.3x slower on H100). dstack's 8x H100 batches of Meta's Llama-3.1-405B-FP8 "
+        "checkpoint (attention and the outer layers in BF16, which the model counts; a vLLM "
+        "0.6.3 development build, scored, not fitted; 17 rows) are predicted within 10% up to "
+        "32 prompts of 128 tokens or 16 of 2,048; larger batches and every 32,784-token batch "
+        "run 1.3-2.1x slower than predicted, a gap no other source on this build can explain.",
+        _BURSTS,
     ),
     ("vllm", "throughput_at_load"): (
-        "18 of the 23 rows are dstack's DeepSeek-R1 runs with vLLM, predicted at 2.2x (MI300X) "
-        "and 2.8x (H200) the measured rate (medians): " + _DSTACK_DEEPSEEK
+        "18 of the 23 rows are dstack's DeepSeek-R1 runs with vLLM (see below), predicted at "
+        "2.2x (MI300X) and 2.8x (H200) the measured rate (medians).",
+        _DSTACK,
     ),
     ("vllm", "ttft"): (
-        _SHORT_BURSTS
-        + " Their first tokens wait for the frontend to take in the burst (mean TTFT is up to "
-        "90% of the run), up to 8x longer than predicted. The 36 rows of dstack's DeepSeek-R1 "
-        "runs wait 4-210x longer than predicted (decode 1.1-5.6x slower): " + _DSTACK_DEEPSEEK
+        "In GPUStack's short bursts (see below) the first tokens wait for the frontend to take "
+        "in the burst (mean TTFT is up to 90% of the run), up to 8x longer than predicted. The "
+        "36 rows of dstack's DeepSeek-R1 runs (see below) wait 4-210x longer than predicted "
+        "(decode 1.1-5.6x slower).",
+        _BURSTS + _DSTACK,
     ),
     ("vllm", "tpot"): (
-        _SHORT_BURSTS
-        + " Their three inter-token gaps depend on how the frontend interleaves streaming with "
-        "taking in new requests, which the iteration model does not describe."
+        "In GPUStack's short bursts (see below) the three inter-token gaps depend on how the "
+        "frontend interleaves streaming with taking in new requests, which the iteration model "
+        "does not describe.",
+        _BURSTS,
     ),
     ("sglang", "peak_throughput"): (
-        _SHORT_BURSTS + " Each other SGLang source is one model's document, so each fold "
-        "predicts a model from the others."
+        "GPUStack's short bursts (see below) weigh most; each other SGLang source is one "
+        "model's document, so each fold predicts a model from the others.",
+        _BURSTS,
     ),
     ("sglang", "throughput_at_load"): (
-        "All 18 rows are dstack's DeepSeek-R1 runs with SGLang, predicted at 2.4x (MI300X) and "
-        "2.6x (H200) the measured rate (medians): " + _DSTACK_DEEPSEEK
+        "All 18 rows are dstack's DeepSeek-R1 runs with SGLang (see below), predicted at 2.4x "
+        "(MI300X) and 2.6x (H200) the measured rate (medians).",
+        _DSTACK,
     ),
     ("sglang", "ttft"): (
-        _SHORT_BURSTS + " Their first tokens wait for SGLang's tokenizer manager to take in the "
-        "burst, longer than predicted. The 36 rows of dstack's DeepSeek-R1 runs wait 18x "
-        "longer than predicted (median): " + _DSTACK_DEEPSEEK
+        "In GPUStack's short bursts (see below) the first tokens wait for SGLang's tokenizer "
+        "manager to take in the burst, longer than predicted. The 36 rows of dstack's "
+        "DeepSeek-R1 runs (see below) wait 18x longer than predicted (median).",
+        _BURSTS + _DSTACK,
     ),
     ("sglang", "tpot"): (
-        _SHORT_BURSTS
-        + " SGLang reports 0.7-1.4 s between their 3 output tokens, 2.5-4x the model's decode "
-        "iterations (10 of the rows). With 32,000-token prompts in 100-request bursts SGLang's "
-        "TPOT is 1.3-2.4x below the model's, which charges each decode iteration a share of "
-        "the other requests' prefill chunks (8 rows). dstack's DeepSeek-R1 runs (36 rows) decode "
-        "2.1x slower than predicted (median): " + _DSTACK_DEEPSEEK
+        "In GPUStack's short bursts (see below) SGLang reports 0.7-1.4 s between the 3 output "
+        "tokens, 2.5-4x the model's decode iterations (10 of the rows). With 32,000-token "
+        "prompts in 100-request bursts SGLang's TPOT is 1.3-2.4x below the model's, which "
+        "charges each decode iteration a share of the other requests' prefill chunks (8 rows). "
+        "dstack's DeepSeek-R1 runs (36 rows, see below) decode 2.1x slower than predicted "
+        "(median).",
+        _BURSTS + _DSTACK,
     ),
 }
 
@@ -462,23 +483,32 @@ def missed_targets(
     totals_by_engine: Mapping[str, Mapping[str, Mapping[str, float]]],
 ) -> list[dict[str, object]]:
     """Every LOSO target missed (``TARGETS`` for ``TARGET_ENGINES``; ``totals_by_engine`` as in
-    :attr:`Validation.totals`), with its error and the recorded reason (``MISS_REASONS``)."""
+    :attr:`Validation.totals`), with its error, the recorded reason and the keys of the causes
+    it shares with other misses (``MISS_REASONS``)."""
     out: list[dict[str, object]] = []
     for eng in TARGET_ENGINES:
         for m, limit in TARGETS.items():
             cell = totals_by_engine.get(eng, {}).get(m)
             if cell is None or float(cell["median_ape"]) <= limit:
                 continue
+            reason, causes = MISS_REASONS.get((eng, m), ("no diagnosis recorded", ()))
             out.append(
                 {
                     "engine": eng,
                     "metric": m,
                     "median_ape": float(cell["median_ape"]),
                     "target": limit,
-                    "reason": MISS_REASONS.get((eng, m), "no diagnosis recorded"),
+                    "reason": reason,
+                    "causes": list(causes),
                 }
             )
     return out
+
+
+def shared_causes(notes: Sequence[Mapping[str, object]]) -> dict[str, dict[str, str]]:
+    """The ``SHARED_CAUSES`` the ``notes`` of :func:`missed_targets` refer to, each once."""
+    keys = {str(k) for n in notes for k in cast("Sequence[object]", n.get("causes", ()))}
+    return {k: dict(SHARED_CAUSES[k]) for k in sorted(keys)}
 
 
 def residual_lines(

@@ -640,7 +640,8 @@ bench/validation_points.csv (what was skipped and why: bench/accuracy.py):
 ``FITTED``: the constants (meaning of each: service/domain/perfmodel/calibration.py).
 ``FIT_REPORT``: in-sample fit error and leave-one-source-out error per engine and metric
 (``loso``) and per engine, metric and GPU (``loso_by_gpu``); every missed target with the
-reason recorded for it (``target_notes``, from ``bench/accuracy.py`` ``MISS_REASONS``).
+reason recorded for it (``target_notes``, from ``bench/accuracy.py`` ``MISS_REASONS``) and the
+causes several of them share, stated once (``shared_causes``).
 The engine builds and their validation error: service/domain/perfmodel/engine_builds.py.
 """
 
@@ -673,6 +674,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from bench.accuracy import (  # shares the LOSO harness
         loso_validation,
         missed_targets,
+        shared_causes,
         summary_lines,
     )
 
@@ -697,6 +699,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  {line}")
     val = loso_validation(rows, gpus, jobs=args.jobs, stage_a=stage_a)
     profile_map = profiles(rows, mapping, gpus, val.by_build)
+    notes = missed_targets(val.totals)
     report = {
         "n_rows_fitted": len(used),
         "n_sources": len({r.source for r in used}),
@@ -707,7 +710,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "loso": val.totals,
         "loso_by_gpu": val.by_gpu,
-        "target_notes": missed_targets(val.totals),
+        "target_notes": notes,
+        "shared_causes": shared_causes(notes),
         "at_bounds": bounds,
     }  # fmt: skip
     summary = summary_lines(rows, val)

@@ -108,8 +108,9 @@ def throughput_by_gpu(report: Mapping[str, Any] = FIT_REPORT) -> str:
 
 def accuracy_notes(report: Mapping[str, Any] = FIT_REPORT) -> str:
     """One bullet per missed target (``target_notes``): engine, metric, error against the
-    target, and the reason recorded for it; a sentence when every target is met, nothing for
-    a report without notes."""
+    target, and the reason recorded for it; then the causes several notes share
+    (``shared_causes``), each once. A sentence when every target is met, nothing for a report
+    without notes."""
     notes = report.get("target_notes")
     if not isinstance(notes, list):
         return ""
@@ -122,6 +123,10 @@ def accuracy_notes(report: Mapping[str, Any] = FIT_REPORT) -> str:
             f"{METRIC_LABELS.get(n['metric'], n['metric'])}: {_pct(n['median_ape'])} "
             f"(target {_pct(n['target'])}). {n['reason']}"
         )
+    causes = report.get("shared_causes") or {}
+    if causes:
+        lines += ["", "Causes shared by several of these misses:", ""]
+        lines += [f"- *{c['title']}*: {c['text']}" for _, c in sorted(causes.items())]
     return "\n".join(lines) + "\n"
 
 

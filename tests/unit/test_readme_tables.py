@@ -94,3 +94,20 @@ def test_missed_targets_follow_the_targets() -> None:
     missed = missed_targets(totals)
     assert [(m["engine"], m["metric"]) for m in missed] == [("vllm", "ttft")]
     assert missed[0]["reason"]
+
+
+def test_a_cause_several_misses_share_is_stated_once() -> None:
+    from bench.accuracy import SHARED_CAUSES, missed_targets, shared_causes
+
+    totals = {
+        eng: {"throughput_at_load": {"median_ape": 0.9}} for eng in ("trtllm", "vllm", "sglang")
+    }
+    notes = missed_targets(totals)
+    assert [n["causes"] for n in notes] == [["dstack_deepseek"]] * 3
+    causes = shared_causes(notes)
+    assert causes == {"dstack_deepseek": SHARED_CAUSES["dstack_deepseek"]}
+    text = readme_tables.accuracy_notes({"target_notes": notes, "shared_causes": causes})
+    assert text.count(SHARED_CAUSES["dstack_deepseek"]["text"]) == 1
+    assert text.count("(see below)") == 3
+    assert text.index("Causes shared") > text.rindex("(see below)")
+    assert shared_causes(missed_targets({"vllm": {}})) == {}

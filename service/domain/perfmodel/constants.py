@@ -19,7 +19,8 @@ bench/validation_points.csv (what was skipped and why: bench/accuracy.py):
 ``FITTED``: the constants (meaning of each: service/domain/perfmodel/calibration.py).
 ``FIT_REPORT``: in-sample fit error and leave-one-source-out error per engine and metric
 (``loso``) and per engine, metric and GPU (``loso_by_gpu``); every missed target with the
-reason recorded for it (``target_notes``, from ``bench/accuracy.py`` ``MISS_REASONS``).
+reason recorded for it (``target_notes``, from ``bench/accuracy.py`` ``MISS_REASONS``) and the
+causes several of them share, stated once (``shared_causes``).
 The engine builds and their validation error: service/domain/perfmodel/engine_builds.py.
 """
 
@@ -834,8 +835,38 @@ FIT_REPORT: dict[str, object] = {
     },
     "n_rows_fitted": 3988,
     "n_sources": 30,
+    "shared_causes": {
+        "dstack_deepseek": {
+            "text": (
+                "dstack's DeepSeek-R1 closed loops (8x H200 and 8x MI300X, 3,200-token "
+                "prompts, 4-128 clients, early 2025: vLLM 0.7.3/0.7.4 and TensorRT-LLM "
+                "0.17.post1 development snapshots, scored, not fitted, and SGLang 0.4.2/0.4.3) "
+                "are far slower than the model predicts from the other sources, whose DeepSeek "
+                "runs are GPUStack's bursts with mid/late-2025 builds (vLLM 0.11-0.13, SGLang "
+                "0.5). Whether the gap is those early builds or the model's MoE decode at a "
+                "few dozen sequences, no source measuring both on one machine tells."
+            ),
+            "title": "dstack's DeepSeek-R1 runs",
+        },
+        "short_bursts": {
+            "text": (
+                "GPUStack's bursts of 1,000 requests of 128 prompt / 4 output tokens are bound "
+                "by the server's per-request path (chat template, tokenising, then "
+                "detokenising and streaming each request's chunks on the frontend's event "
+                "loop; the runs use /v1/chat/completions), not by the GPUs: their timings "
+                "imply 3-22 ms per request depending on the model (gpt-oss 3-5 ms, DeepSeek-V3 "
+                "and GLM 12-22 ms). A per-build frontend time fitted on the other models' "
+                "bursts did not carry over to the held-out model (the LOSO error rose), so "
+                "these runs are scored, not fitted (MIN_FIT_OUTPUT)."
+            ),
+            "title": "GPUStack's short bursts",
+        },
+    },
     "target_notes": [
         {
+            "causes": [
+                "dstack_deepseek",
+            ],
             "engine": "trtllm",
             "median_ape": 0.178,
             "metric": "throughput_at_load",
@@ -848,19 +879,15 @@ FIT_REPORT: dict[str, object] = {
                 "longest requests decode alone at the end of the run). 8 are NIM 1.8 closed "
                 "loops (one source), predicted 17-19% low: held out, NIM has no other online "
                 "data, so its throughput under load comes from builds measured only offline. "
-                "The other 9 are dstack's trtllm-serve DeepSeek-R1 runs, predicted at 2.3-7.6x "
-                "the measured rate: dstack's DeepSeek-R1 closed loops (8x H200 and 8x MI300X, "
-                "3,200-token prompts, 4-128 clients, early 2025: vLLM 0.7.3/0.7.4 and "
-                "TensorRT-LLM 0.17.post1 development snapshots, scored, not fitted, and SGLang "
-                "0.4.2/0.4.3) are far slower than the model predicts from the other sources, "
-                "whose DeepSeek runs are GPUStack's bursts with mid/late-2025 builds (vLLM "
-                "0.11-0.13, SGLang 0.5). Whether the gap is those early builds or the model's "
-                "MoE decode at a few dozen sequences, no source measuring both on one machine "
-                "tells."
+                "The other 9 are dstack's trtllm-serve DeepSeek-R1 runs (see below), predicted "
+                "at 2.3-7.6x the measured rate."
             ),
             "target": 0.15,
         },
         {
+            "causes": [
+                "dstack_deepseek",
+            ],
             "engine": "trtllm",
             "median_ape": 0.3421,
             "metric": "ttft",
@@ -872,157 +899,108 @@ FIT_REPORT: dict[str, object] = {
                 "source and TTFT is under-predicted by about that. 8 are NIM 1.8 closed loops, "
                 "held out 0.88-1.33x the measured TTFT (median 17% off): NIM then has no "
                 "online data of its own. 18 are dstack's trtllm-serve runs of DeepSeek-R1 on "
-                "8x H200, whose first tokens come 3-130x later than predicted (decode 1.7-8x "
-                "slower): dstack's DeepSeek-R1 closed loops (8x H200 and 8x MI300X, "
-                "3,200-token prompts, 4-128 clients, early 2025: vLLM 0.7.3/0.7.4 and "
-                "TensorRT-LLM 0.17.post1 development snapshots, scored, not fitted, and SGLang "
-                "0.4.2/0.4.3) are far slower than the model predicts from the other sources, "
-                "whose DeepSeek runs are GPUStack's bursts with mid/late-2025 builds (vLLM "
-                "0.11-0.13, SGLang 0.5). Whether the gap is those early builds or the model's "
-                "MoE decode at a few dozen sequences, no source measuring both on one machine "
-                "tells."
+                "8x H200 (see below), whose first tokens come 3-130x later than predicted "
+                "(decode 1.7-8x slower)."
             ),
             "target": 0.25,
         },
         {
+            "causes": [
+                "short_bursts",
+            ],
             "engine": "vllm",
             "median_ape": 0.2408,
             "metric": "peak_throughput",
             "reason": (
-                "Four groups dominate. GPUStack's bursts of 1,000 requests of 128 prompt / 4 "
-                "output tokens are bound by the server's per-request path (chat template, "
-                "tokenising, then detokenising and streaming each request's chunks on the "
-                "frontend's event loop; the runs use /v1/chat/completions), not by the GPUs: "
-                "their timings imply 3-22 ms per request depending on the model (gpt-oss 3-5 "
-                "ms, DeepSeek-V3 and GLM 12-22 ms). A per-build frontend time fitted on the "
-                "other models' bursts did not carry over to the held-out model (the LOSO error "
-                "rose), so these runs are scored, not fitted (MIN_FIT_OUTPUT). They are 20 of "
-                "the rows, predicted at 0.5-4.4x the measured rate. vLLM 0.13 on DeepSeek-V3.2 "
-                "(its only source; new sparse-attention kernels) runs 1.2-1.9x slower than "
-                "predicted from other builds. vLLM's fused-MoE efficiency is one per build "
-                "(fitted at about half the reference's) and shared by every MoE model: "
-                "gpt-oss-20b, whose experts are 4-bit, runs 1.4-1.8x faster than predicted on "
-                "H100, and dense Qwen3-32B 1.35-1.4x faster on A100 (1.15-1.3x slower on "
-                "H100). dstack's 8x H100 batches of Meta's Llama-3.1-405B-FP8 checkpoint "
-                "(attention and the outer layers in BF16, which the model counts; a vLLM 0.6.3 "
-                "development build, scored, not fitted; 17 rows) are predicted within 10% up "
-                "to 32 prompts of 128 tokens or 16 of 2,048; larger batches and every "
-                "32,784-token batch run 1.3-2.1x slower than predicted, a gap no other source "
-                "on this build can explain."
+                "Four groups dominate. GPUStack's short bursts (see below) are 20 of the rows, "
+                "predicted at 0.5-4.4x the measured rate. vLLM 0.13 on DeepSeek-V3.2 (its only "
+                "source; new sparse-attention kernels) runs 1.2-1.9x slower than predicted "
+                "from other builds. vLLM's fused-MoE efficiency is one per build (fitted at "
+                "about half the reference's) and shared by every MoE model: gpt-oss-20b, whose "
+                "experts are 4-bit, runs 1.4-1.8x faster than predicted on H100, and dense "
+                "Qwen3-32B 1.35-1.4x faster on A100 (1.15-1.3x slower on H100). dstack's 8x "
+                "H100 batches of Meta's Llama-3.1-405B-FP8 checkpoint (attention and the outer "
+                "layers in BF16, which the model counts; a vLLM 0.6.3 development build, "
+                "scored, not fitted; 17 rows) are predicted within 10% up to 32 prompts of 128 "
+                "tokens or 16 of 2,048; larger batches and every 32,784-token batch run "
+                "1.3-2.1x slower than predicted, a gap no other source on this build can "
+                "explain."
             ),
             "target": 0.15,
         },
         {
+            "causes": [
+                "dstack_deepseek",
+            ],
             "engine": "vllm",
             "median_ape": 1.1503,
             "metric": "throughput_at_load",
             "reason": (
-                "18 of the 23 rows are dstack's DeepSeek-R1 runs with vLLM, predicted at 2.2x "
-                "(MI300X) and 2.8x (H200) the measured rate (medians): dstack's DeepSeek-R1 "
-                "closed loops (8x H200 and 8x MI300X, 3,200-token prompts, 4-128 clients, "
-                "early 2025: vLLM 0.7.3/0.7.4 and TensorRT-LLM 0.17.post1 development "
-                "snapshots, scored, not fitted, and SGLang 0.4.2/0.4.3) are far slower than "
-                "the model predicts from the other sources, whose DeepSeek runs are GPUStack's "
-                "bursts with mid/late-2025 builds (vLLM 0.11-0.13, SGLang 0.5). Whether the "
-                "gap is those early builds or the model's MoE decode at a few dozen sequences, "
-                "no source measuring both on one machine tells."
+                "18 of the 23 rows are dstack's DeepSeek-R1 runs with vLLM (see below), "
+                "predicted at 2.2x (MI300X) and 2.8x (H200) the measured rate (medians)."
             ),
             "target": 0.15,
         },
         {
+            "causes": [
+                "short_bursts",
+                "dstack_deepseek",
+            ],
             "engine": "vllm",
             "median_ape": 0.3017,
             "metric": "ttft",
             "reason": (
-                "GPUStack's bursts of 1,000 requests of 128 prompt / 4 output tokens are bound "
-                "by the server's per-request path (chat template, tokenising, then "
-                "detokenising and streaming each request's chunks on the frontend's event "
-                "loop; the runs use /v1/chat/completions), not by the GPUs: their timings "
-                "imply 3-22 ms per request depending on the model (gpt-oss 3-5 ms, DeepSeek-V3 "
-                "and GLM 12-22 ms). A per-build frontend time fitted on the other models' "
-                "bursts did not carry over to the held-out model (the LOSO error rose), so "
-                "these runs are scored, not fitted (MIN_FIT_OUTPUT). Their first tokens wait "
-                "for the frontend to take in the burst (mean TTFT is up to 90% of the run), up "
-                "to 8x longer than predicted. The 36 rows of dstack's DeepSeek-R1 runs wait "
-                "4-210x longer than predicted (decode 1.1-5.6x slower): dstack's DeepSeek-R1 "
-                "closed loops (8x H200 and 8x MI300X, 3,200-token prompts, 4-128 clients, "
-                "early 2025: vLLM 0.7.3/0.7.4 and TensorRT-LLM 0.17.post1 development "
-                "snapshots, scored, not fitted, and SGLang 0.4.2/0.4.3) are far slower than "
-                "the model predicts from the other sources, whose DeepSeek runs are GPUStack's "
-                "bursts with mid/late-2025 builds (vLLM 0.11-0.13, SGLang 0.5). Whether the "
-                "gap is those early builds or the model's MoE decode at a few dozen sequences, "
-                "no source measuring both on one machine tells."
+                "In GPUStack's short bursts (see below) the first tokens wait for the frontend "
+                "to take in the burst (mean TTFT is up to 90% of the run), up to 8x longer "
+                "than predicted. The 36 rows of dstack's DeepSeek-R1 runs (see below) wait "
+                "4-210x longer than predicted (decode 1.1-5.6x slower)."
             ),
             "target": 0.25,
         },
         {
+            "causes": [
+                "dstack_deepseek",
+            ],
             "engine": "sglang",
             "median_ape": 1.5011,
             "metric": "throughput_at_load",
             "reason": (
-                "All 18 rows are dstack's DeepSeek-R1 runs with SGLang, predicted at 2.4x "
-                "(MI300X) and 2.6x (H200) the measured rate (medians): dstack's DeepSeek-R1 "
-                "closed loops (8x H200 and 8x MI300X, 3,200-token prompts, 4-128 clients, "
-                "early 2025: vLLM 0.7.3/0.7.4 and TensorRT-LLM 0.17.post1 development "
-                "snapshots, scored, not fitted, and SGLang 0.4.2/0.4.3) are far slower than "
-                "the model predicts from the other sources, whose DeepSeek runs are GPUStack's "
-                "bursts with mid/late-2025 builds (vLLM 0.11-0.13, SGLang 0.5). Whether the "
-                "gap is those early builds or the model's MoE decode at a few dozen sequences, "
-                "no source measuring both on one machine tells."
+                "All 18 rows are dstack's DeepSeek-R1 runs with SGLang (see below), predicted "
+                "at 2.4x (MI300X) and 2.6x (H200) the measured rate (medians)."
             ),
             "target": 0.15,
         },
         {
+            "causes": [
+                "short_bursts",
+                "dstack_deepseek",
+            ],
             "engine": "sglang",
             "median_ape": 0.4595,
             "metric": "ttft",
             "reason": (
-                "GPUStack's bursts of 1,000 requests of 128 prompt / 4 output tokens are bound "
-                "by the server's per-request path (chat template, tokenising, then "
-                "detokenising and streaming each request's chunks on the frontend's event "
-                "loop; the runs use /v1/chat/completions), not by the GPUs: their timings "
-                "imply 3-22 ms per request depending on the model (gpt-oss 3-5 ms, DeepSeek-V3 "
-                "and GLM 12-22 ms). A per-build frontend time fitted on the other models' "
-                "bursts did not carry over to the held-out model (the LOSO error rose), so "
-                "these runs are scored, not fitted (MIN_FIT_OUTPUT). Their first tokens wait "
-                "for SGLang's tokenizer manager to take in the burst, longer than predicted. "
-                "The 36 rows of dstack's DeepSeek-R1 runs wait 18x longer than predicted "
-                "(median): dstack's DeepSeek-R1 closed loops (8x H200 and 8x MI300X, "
-                "3,200-token prompts, 4-128 clients, early 2025: vLLM 0.7.3/0.7.4 and "
-                "TensorRT-LLM 0.17.post1 development snapshots, scored, not fitted, and SGLang "
-                "0.4.2/0.4.3) are far slower than the model predicts from the other sources, "
-                "whose DeepSeek runs are GPUStack's bursts with mid/late-2025 builds (vLLM "
-                "0.11-0.13, SGLang 0.5). Whether the gap is those early builds or the model's "
-                "MoE decode at a few dozen sequences, no source measuring both on one machine "
-                "tells."
+                "In GPUStack's short bursts (see below) the first tokens wait for SGLang's "
+                "tokenizer manager to take in the burst, longer than predicted. The 36 rows of "
+                "dstack's DeepSeek-R1 runs (see below) wait 18x longer than predicted "
+                "(median)."
             ),
             "target": 0.25,
         },
         {
+            "causes": [
+                "short_bursts",
+                "dstack_deepseek",
+            ],
             "engine": "sglang",
             "median_ape": 0.4987,
             "metric": "tpot",
             "reason": (
-                "GPUStack's bursts of 1,000 requests of 128 prompt / 4 output tokens are bound "
-                "by the server's per-request path (chat template, tokenising, then "
-                "detokenising and streaming each request's chunks on the frontend's event "
-                "loop; the runs use /v1/chat/completions), not by the GPUs: their timings "
-                "imply 3-22 ms per request depending on the model (gpt-oss 3-5 ms, DeepSeek-V3 "
-                "and GLM 12-22 ms). A per-build frontend time fitted on the other models' "
-                "bursts did not carry over to the held-out model (the LOSO error rose), so "
-                "these runs are scored, not fitted (MIN_FIT_OUTPUT). SGLang reports 0.7-1.4 s "
-                "between their 3 output tokens, 2.5-4x the model's decode iterations (10 of "
-                "the rows). With 32,000-token prompts in 100-request bursts SGLang's TPOT is "
-                "1.3-2.4x below the model's, which charges each decode iteration a share of "
-                "the other requests' prefill chunks (8 rows). dstack's DeepSeek-R1 runs (36 "
-                "rows) decode 2.1x slower than predicted (median): dstack's DeepSeek-R1 closed "
-                "loops (8x H200 and 8x MI300X, 3,200-token prompts, 4-128 clients, early 2025: "
-                "vLLM 0.7.3/0.7.4 and TensorRT-LLM 0.17.post1 development snapshots, scored, "
-                "not fitted, and SGLang 0.4.2/0.4.3) are far slower than the model predicts "
-                "from the other sources, whose DeepSeek runs are GPUStack's bursts with "
-                "mid/late-2025 builds (vLLM 0.11-0.13, SGLang 0.5). Whether the gap is those "
-                "early builds or the model's MoE decode at a few dozen sequences, no source "
-                "measuring both on one machine tells."
+                "In GPUStack's short bursts (see below) SGLang reports 0.7-1.4 s between the 3 "
+                "output tokens, 2.5-4x the model's decode iterations (10 of the rows). With "
+                "32,000-token prompts in 100-request bursts SGLang's TPOT is 1.3-2.4x below "
+                "the model's, which charges each decode iteration a share of the other "
+                "requests' prefill chunks (8 rows). dstack's DeepSeek-R1 runs (36 rows, see "
+                "below) decode 2.1x slower than predicted (median)."
             ),
             "target": 0.25,
         },
