@@ -75,7 +75,7 @@ from service.domain.perfmodel.calibration import (  # noqa: E402
 )
 from service.domain.perfmodel.constants import FITTED  # noqa: E402
 from service.domain.perfmodel.engine_limits import card_profile  # noqa: E402
-from service.domain.perfmodel.hardware import calibration_group  # noqa: E402
+from service.domain.perfmodel.hardware import accuracy_family  # noqa: E402
 from service.domain.perfmodel.values import Deployment  # noqa: E402
 
 METRICS = ("peak_throughput", "throughput_at_load", "ttft", "tpot", "itl", "e2e")
@@ -248,8 +248,8 @@ def stats(pairs: Iterable[tuple[float, float]]) -> Stats:
 
 
 def family(row: Row, gpus: Mapping[str, GpuSpec]) -> str:
-    """GPU family of a row (the calibration group of its card)."""
-    return calibration_group(gpus[row.gpu_id]).group
+    """GPU family of a row (its card's accuracy family: see ``hardware.accuracy_family``)."""
+    return accuracy_family(gpus[row.gpu_id])
 
 
 def build_of_profile(row: Row) -> str:

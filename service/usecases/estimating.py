@@ -17,7 +17,7 @@ from service.domain.perfmodel import (
     estimate,
     smallest_fitting_tp,
 )
-from service.domain.perfmodel.hardware import calibration_group
+from service.domain.perfmodel.hardware import accuracy_family
 from service.domain.planner import resolve_requested_model
 from service.domain.profiles.values import CalibrationProfile, calibration_words
 from service.usecases.calibrating import ProfileResolver
@@ -100,7 +100,7 @@ class EstimatingService:
                 )
             else:
                 notes.append(f"tensor_parallel={tp}: the smallest degree that fits.")
-        family = calibration_group(gpu).group
+        family = accuracy_family(gpu)
         dep = Deployment(
             gpu=gpu,
             tensor_parallel=tp,

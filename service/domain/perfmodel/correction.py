@@ -14,17 +14,18 @@ from dataclasses import replace
 from functools import lru_cache
 
 from service.domain.perfmodel.calibration import Calibration, GroupConstants
-from service.domain.perfmodel.hardware import calibration_group
+from service.domain.perfmodel.hardware import accuracy_family, calibration_group
 from service.domain.perfmodel.values import Correction, Deployment
 
 
 @lru_cache(maxsize=512)
-def corrected(cal: Calibration, constants_key: str, corr: Correction) -> Calibration:
-    """``cal`` with ``corr`` applied to its ``corr.family`` group and ``constants_key`` engine
-    build (the calibration only ever serves that card family and build in one estimate)."""
+def corrected(cal: Calibration, constants_key: str, corr: Correction, group: str) -> Calibration:
+    """``cal`` with ``corr`` applied to the calibration ``group`` its cards are predicted with
+    and to the ``constants_key`` engine build (the calibration only ever serves that card
+    family and build in one estimate)."""
     groups = tuple(
         (name, GroupConstants(g.eta_m * corr.memory, g.eta_c * corr.compute))
-        if name == corr.family
+        if name == group
         else (name, g)
         for name, g in cal.groups
     )
@@ -47,13 +48,15 @@ def corrected(cal: Calibration, constants_key: str, corr: Correction) -> Calibra
 
 def with_correction(cal: Calibration, dep: Deployment, constants_key: str) -> Calibration:
     """``cal`` with ``dep.correction`` applied when it is for this card's family and engine
-    (else ``cal`` unchanged: the reference constants)."""
+    (else ``cal`` unchanged: the reference constants). Families are accuracy families
+    (``hardware.accuracy_family``): a correction measured on MI300X cards, which borrow the
+    hopper-hbm constants, corrects MI300X estimates and never H100 ones."""
     corr = dep.correction
     if corr is None or corr.engine != dep.engine:
         return cal
-    if corr.family != calibration_group(dep.gpu).group:
+    if corr.family != accuracy_family(dep.gpu):
         return cal
-    return corrected(cal, constants_key, corr)
+    return corrected(cal, constants_key, corr, calibration_group(dep.gpu).group)
 
 
 __all__ = ["Correction", "corrected", "with_correction"]

@@ -20,6 +20,11 @@ in the estimate's ``assumptions``: GDDR Ampere and Turing cards -> ``ada-gddr`` 
 memory technology); Volta HBM -> ``ampere-hbm`` (the closest HBM generation); AMD CDNA 3 and
 Intel Gaudi 3 -> ``hopper-hbm`` efficiencies times ``NON_NVIDIA_DERATE`` (a stated judgement
 for kernel/software maturity with no fitted data behind it); anything else by memory type.
+
+Accuracy is reported per *accuracy family* (:func:`accuracy_family`): the group itself for the
+cards it was fitted on, and the card's own ``<generation>-<memory>`` family for a card that
+borrows it, so a borrowed group's measured error is never quoted for cards it was not measured
+on (headroom, the estimate's accuracy note, a team's corrections).
 """
 
 from __future__ import annotations
@@ -220,6 +225,22 @@ def calibration_group(gpu: GpuSpec) -> GroupChoice:
             f"no calibration data for {gen} with {mem.upper()} memory; using the {group} group",
         )
     return GroupChoice(*rule)
+
+
+def accuracy_family(gpu: GpuSpec) -> str:
+    """The GPU family an accuracy figure for this card is about: its calibration group when the
+    group was fitted on cards of its kind, else ``"<generation>-<memory class>"``
+    (``cdna3-hbm``, ``ampere-gddr``, ``volta-hbm``).
+
+    A card that borrows another group's constants (``_GROUP_RULES`` entries with a note) is
+    predicted with them, but the group's measured error says nothing about it: an MI300X plan
+    on hopper-hbm efficiencies x 0.85 must not report, or size its headroom by, the error
+    measured on H100s and H200s. Measurements on such cards are validated under this family
+    (``bench/accuracy.py``), so they neither inflate nor flatter the group they borrow from."""
+    choice = calibration_group(gpu)
+    if choice.derate == 1.0 and not choice.note:
+        return choice.group
+    return f"{generation(gpu)}-{memory_class(gpu)}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,9 @@ The model's own leave-one-source-out validation (``engine_builds.PROFILES``, wri
 headroom of a card is that error: plan for ``(1 + e)`` x the load on it, where ``e`` is
 
 1. the build's median throughput error on the card's GPU family (the larger of peak
-   throughput and throughput at a fixed load, each source held out of the fit);
+   throughput and throughput at a fixed load, each source held out of the fit). The family is
+   the card's accuracy family (``hardware.accuracy_family``): a card predicted with another
+   group's constants (MI300X on hopper-hbm x 0.85) is its own family, never the lender's;
 2. when no measurement of the build covers that family: the build's largest such error on any
    family (an unmeasured family is assumed no better than the worst measured one);
 3. when the build has no validation at all (an uncalibrated engine): the largest such error of
@@ -27,7 +29,7 @@ from service.domain.perfmodel.calibration import (
     profile_registry,
     resolve_profile,
 )
-from service.domain.perfmodel.hardware import calibration_group
+from service.domain.perfmodel.hardware import accuracy_family
 
 THROUGHPUT_METRICS = ("peak_throughput", "throughput_at_load")
 """Validation metrics that measure capacity (what headroom protects)."""
@@ -101,4 +103,4 @@ def _for(entry: CalibratedProfile, family: str) -> ModelHeadroom:
 def model_error_headroom(gpu: GpuSpec, engine: str, version: str | None) -> ModelHeadroom:
     """The default headroom for serving on ``gpu`` with ``engine`` build ``version`` (``None``:
     the newest calibrated one), by the rules in the module docstring."""
-    return _for(resolve_profile(engine, version), calibration_group(gpu).group)
+    return _for(resolve_profile(engine, version), accuracy_family(gpu))

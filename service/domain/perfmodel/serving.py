@@ -57,7 +57,7 @@ from service.domain.perfmodel.calibration import (
 from service.domain.perfmodel.coefficients import Setup, build_setup
 from service.domain.perfmodel.correction import with_correction
 from service.domain.perfmodel.engine_limits import card_profile
-from service.domain.perfmodel.hardware import calibration_group
+from service.domain.perfmodel.hardware import accuracy_family
 from service.domain.perfmodel.iteration import iteration_parts, mean_context, prefill_per_iteration
 from service.domain.perfmodel.memory import (
     activation_bytes,
@@ -394,7 +394,7 @@ def estimate_fresh(
     cal = with_correction(cal, dep, build.profile.constants)
     profile = card_profile(model, dep, build.profile, cal)
     result = estimate_with(model, dep, shape, profile, cal, concurrency=concurrency, qps=qps)
-    note = accuracy_note(build, calibration_group(dep.gpu).group)
+    note = accuracy_note(build, accuracy_family(dep.gpu))
     return replace(result, assumptions=(*result.assumptions, note))
 
 

@@ -20,7 +20,7 @@ from service.domain.perfmodel import (
     Slo,
     max_qps_under_slo_many,
 )
-from service.domain.perfmodel.hardware import calibration_group
+from service.domain.perfmodel.hardware import accuracy_family
 from service.domain.perfmodel.headroom import ModelHeadroom, model_error_headroom
 from service.domain.planner.offers import Offer, cheapest_per_shape, offers_for
 from service.domain.planner.request import PlanConstraints, PlanRequest
@@ -92,7 +92,7 @@ def deployment(request: PlanRequest, gpu: GpuSpec, tp: int) -> Deployment:
         engine=request.engine,
         engine_version=request.engine_version,
         allow_pcie_tensor_parallel=c.allow_pcie_tensor_parallel,
-        correction=request.calibration.correction_for(request.engine, calibration_group(gpu).group)
+        correction=request.calibration.correction_for(request.engine, accuracy_family(gpu))
         if request.calibration is not None
         else None,
     )

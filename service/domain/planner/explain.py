@@ -8,7 +8,7 @@ from service.domain.perfmodel import (
     Slo,
     estimate,
 )
-from service.domain.perfmodel.hardware import calibration_group
+from service.domain.perfmodel.hardware import accuracy_family
 from service.domain.perfmodel.headroom import ModelHeadroom
 from service.domain.planner.candidates import Candidates
 from service.domain.planner.request import HOURS_PER_MONTH, PlanRequest
@@ -296,7 +296,7 @@ def assumptions(
             tag = f"{dep.gpu.id} tensor_parallel={dep.tensor_parallel}: "
             out.append(text if len(deployments) == 1 else tag + text)
     if request.calibration is not None:
-        families = {dep.gpu.id: calibration_group(dep.gpu).group for dep in deployments}
+        families = {dep.gpu.id: accuracy_family(dep.gpu) for dep in deployments}
         out.extend(calibration_words(request.calibration, request.engine, families))
     return tuple(dict.fromkeys(out))
 

@@ -43,7 +43,7 @@ from service.domain.catalog import GpuSpec
 from service.domain.errors import InvalidInput
 from service.domain.llm import resolve_model
 from service.domain.perfmodel.calibration import known_versions, release_series
-from service.domain.perfmodel.hardware import calibration_group
+from service.domain.perfmodel.hardware import accuracy_family
 from service.domain.perfmodel.serving import estimate_fresh
 from service.domain.perfmodel.values import Correction, Deployment, Estimate, RequestShape
 
@@ -93,10 +93,6 @@ class FitResult:
     error_held_out: float | None
     cells: tuple[ErrorCell, ...]
     notes: tuple[str, ...]
-
-
-def family_of(gpu: GpuSpec) -> str:
-    return calibration_group(gpu).group
 
 
 def registered_version(engine: str, version: str) -> str | None:
@@ -159,7 +155,7 @@ class _Predictor:
             engine=m.engine,
             allow_pcie_tensor_parallel=m.tensor_parallel > gpu.nvlink_domain,
             engine_version=registered_version(m.engine, m.engine_version),
-            correction=corrections.get(family_of(gpu)),
+            correction=corrections.get(accuracy_family(gpu)),
         )
         shape = RequestShape(max(1, round(m.prompt_tokens)), max(1, round(m.output_tokens)))
         reps = m.replicas
@@ -278,7 +274,7 @@ def fit_profile(
         raise InvalidInput(
             f"the selection has {len(rows)} rows; at most {MAX_ROWS}", field="selection"
         )
-    families = sorted({family_of(gpus[r.m.gpu]) for r in rows})
+    families = sorted({accuracy_family(gpus[r.m.gpu]) for r in rows})
     files = sorted({r.file for r in rows})
     total = 1 + (len(files) if len(files) > 1 else 0)
     done = 0
@@ -296,7 +292,7 @@ def fit_profile(
         held = [math.nan] * len(rows)
         for f in files:
             train = [r for r in rows if r.file != f]
-            fams = sorted({family_of(gpus[r.m.gpu]) for r in train})
+            fams = sorted({accuracy_family(gpus[r.m.gpu]) for r in train})
             refit = _solve(train, gpus, fams, engine, label) if train else {}
             test_idx = [i for i, r in enumerate(rows) if r.file == f]
             tp = _Predictor([rows[i] for i in test_idx], gpus, label).predict(refit)
@@ -308,7 +304,7 @@ def fit_profile(
     cells = []
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, r in enumerate(rows):
-        groups[(family_of(gpus[r.m.gpu]), r.m.metric)].append(i)
+        groups[(accuracy_family(gpus[r.m.gpu]), r.m.metric)].append(i)
     for (fam, metric), idx in sorted(groups.items()):
         cells.append(
             ErrorCell(

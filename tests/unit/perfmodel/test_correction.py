@@ -61,3 +61,20 @@ def test_the_fit_evaluates_what_the_public_estimate_answers() -> None:
     assert comparable(estimate_fresh(MODEL, dep(c), SHAPE, 16)) == comparable(
         estimate(MODEL, dep(c), SHAPE, concurrency=16)
     )
+
+
+def test_a_correction_measured_on_borrowed_constants_stays_on_its_own_cards() -> None:
+    """MI300X cards run on the hopper-hbm constants; a team's MI300X correction corrects MI300X
+    estimates only, and a Hopper correction never moves an MI300X one."""
+    model = resolve_model("llama-3.1-70b").arch
+
+    def on(card: str, tp: int, c: Correction | None) -> dict[str, object]:
+        d = Deployment(GPUS[card], tp, "fp8", "fp8", "vllm", False, None, c)
+        return comparable(estimate(model, d, SHAPE, concurrency=16))
+
+    amd = Correction("team v1", "vllm", "cdna3-hbm", 1.5, 1.5, 1.0)
+    hopper = Correction("team v1", "vllm", "hopper-hbm", 1.5, 1.5, 1.0)
+    assert on("mi300x", 1, amd) != on("mi300x", 1, None)
+    assert on("mi300x", 1, hopper) == on("mi300x", 1, None)
+    assert on("h100-sxm", 4, amd) == on("h100-sxm", 4, None)
+    assert on("h100-sxm", 4, hopper) != on("h100-sxm", 4, None)

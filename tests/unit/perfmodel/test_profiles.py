@@ -9,7 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from service.domain.errors import InvalidInput
-from service.domain.perfmodel import engine_builds
+from service.domain.llm import resolve_model
+from service.domain.perfmodel import engine_builds, estimate
 from service.domain.perfmodel.calibration import (
     PUBLIC_PROFILES,
     accuracy_note,
@@ -19,7 +20,9 @@ from service.domain.perfmodel.calibration import (
     release_series,
     resolve_profile,
 )
-from service.domain.perfmodel.values import ENGINES
+from service.domain.perfmodel.hardware import CALIBRATED_GROUPS, accuracy_family, calibration_group
+from service.domain.perfmodel.values import ENGINES, Deployment, RequestShape
+from tests.unit.perfmodel.gpu_fixtures import GPUS
 
 _CELL = {"n": 12, "median_ape": 0.1, "within_25pct": 0.9, "bias": -0.02}
 SYNTHETIC = {
@@ -137,3 +140,43 @@ def test_the_accuracy_note_quotes_the_held_out_error_of_the_family_asked() -> No
     assert "error there is unknown" in elsewhere and "validated on: ampere-hbm" in elsewhere
     unvalidated = accuracy_note(resolve_profile("tgi"), "hopper-hbm")
     assert "error is unknown" in unvalidated and "no usable tgi measurements" in unvalidated
+
+
+@pytest.mark.parametrize(
+    ("card", "family"),
+    [
+        ("h100-sxm", "hopper-hbm"),
+        ("l4", "ada-gddr"),
+        ("mi300x", "cdna3-hbm"),
+        ("gaudi3", "gaudi3-hbm"),
+        ("a10g", "ampere-gddr"),
+        ("t4", "turing-gddr"),
+        ("v100-sxm2-32gb", "volta-hbm"),
+    ],
+)
+def test_a_card_is_its_groups_accuracy_family_only_when_the_group_was_fitted_on_its_kind(
+    card: str, family: str
+) -> None:
+    assert accuracy_family(GPUS[card]) == family
+    borrowed = calibration_group(GPUS[card]).note != ""
+    assert borrowed == (family not in CALIBRATED_GROUPS)
+
+
+def test_an_estimate_on_borrowed_constants_says_its_error_there_is_unknown() -> None:
+    """The default vllm build is validated on Hopper; an MI300X estimate runs on hopper-hbm
+    efficiencies x 0.85 and must not quote the error measured on H100s and H200s."""
+    shape = RequestShape(1024, 256)
+    amd = estimate(
+        resolve_model("llama-3.1-70b").arch,
+        Deployment(GPUS["mi300x"], 1, "fp8", "fp8", "vllm"),
+        shape,
+    )
+    hopper = estimate(
+        resolve_model("llama-3.1-70b").arch,
+        Deployment(GPUS["h100-sxm"], 4, "fp8", "fp8", "vllm"),
+        shape,
+    )
+    amd_note = next(a for a in amd.assumptions if a.startswith("Performance profile"))
+    hopper_note = next(a for a in hopper.assumptions if a.startswith("Performance profile"))
+    assert "no measurements on cdna3-hbm GPUs" in amd_note and "unknown" in amd_note
+    assert "median error on hopper-hbm GPUs" in hopper_note

@@ -11,7 +11,7 @@ import pytest
 from service.domain.catalog import GpuSpec
 from service.domain.perfmodel import Slo
 from service.domain.perfmodel.calibration import resolve_profile
-from service.domain.perfmodel.hardware import calibration_group
+from service.domain.perfmodel.hardware import accuracy_family, calibration_group
 from service.domain.perfmodel.headroom import THROUGHPUT_METRICS, model_error_headroom
 from service.domain.planner import MixingPolicy, Plan, WorkloadBucket, plan
 from service.domain.planner.sweep import PLAN_SERIES, cost_vs_load, cost_vs_slo
@@ -69,6 +69,23 @@ def test_an_unmeasured_family_gets_the_builds_largest_error() -> None:
     margin = model_error_headroom(unmeasured, "vllm", None)
     assert margin.fraction == round(worst, 2)
     assert "no vllm" in margin.basis
+
+
+def test_a_card_on_borrowed_constants_never_gets_the_lenders_measured_error() -> None:
+    """MI300X is predicted with hopper-hbm efficiencies x 0.85 (a judgement): the error measured
+    on H100s and H200s says nothing about it, so its headroom is the build's largest error, as
+    for any family the build was never measured on."""
+    mi300x, h100 = gpu("mi300x"), gpu("h100-sxm")
+    assert calibration_group(mi300x).group == calibration_group(h100).group == "hopper-hbm"
+    assert accuracy_family(mi300x) == "cdna3-hbm"
+    build = resolve_profile("vllm", None)
+    assert not any(c.family == "cdna3-hbm" for c in build.validation)
+    worst = max(c.median_ape for c in build.validation if c.metric in THROUGHPUT_METRICS)
+    margin = model_error_headroom(mi300x, "vllm", None)
+    assert margin.family == "cdna3-hbm"
+    assert margin.fraction == round(worst, 2)
+    assert "no vllm" in margin.basis and "cdna3-hbm" in margin.basis
+    assert margin.fraction >= model_error_headroom(h100, "vllm", None).fraction
 
 
 def test_derived_headroom_on_one_card_equals_that_explicit_headroom() -> None:
