@@ -186,6 +186,8 @@ METRICS: dict[str, tuple[MetricKind, Stat]] = {
 }
 REDUNDANT_METRICS = frozenset({"total_tokens_per_s_total", "input_tokens_per_s_total"})
 AMBIGUOUS_METRICS = frozenset({"throughput_tokens_per_s_as_reported"})
+READ_AS_OUTPUT: tuple[MetricKind, Stat] = ("throughput", "mean")
+"""How :func:`load_undefined_throughput` reads an :data:`AMBIGUOUS_METRICS` row."""
 
 # One benchmark document appearing under two spellings.
 _V014_DOC = (
@@ -583,6 +585,15 @@ def load_rows(gpus: Mapping[str, GpuSpec] | None = None) -> tuple[list[Row], Loa
     return rows, report
 
 
+def load_undefined_throughput(gpus: Mapping[str, GpuSpec] | None = None) -> list[Row]:
+    """The throughput rows :func:`load_rows` skips because their source does not say whether
+    tokens/s counts output tokens or all tokens (AMD's MI300X vLLM results), read as output
+    tokens/s and flagged ``tokens-undefined``; every other rule of :func:`load_rows` applies.
+    Scored both ways by ``bench/accuracy.py``, never fitted."""
+    gpus = gpus if gpus is not None else load_gpus()
+    return _load_serving(gpus, LoadReport(), 0, undefined_tokens=True)
+
+
 def _load_calibration(gpus: Mapping[str, GpuSpec], report: LoadReport, start: int) -> list[Row]:
     out: list[Row] = []
     for line, r in enumerate(_read(CALIBRATION_CSV), start=2):
@@ -636,13 +647,20 @@ def _raw_run(r: Mapping[str, str]) -> tuple[str, ...]:
                                 "input_len", "output_len", "concurrency"))  # fmt: skip
 
 
-def _load_serving(gpus: Mapping[str, GpuSpec], report: LoadReport, start: int) -> list[Row]:
+def _load_serving(
+    gpus: Mapping[str, GpuSpec], report: LoadReport, start: int, *, undefined_tokens: bool = False
+) -> list[Row]:
+    """The serving file's usable rows; ``undefined_tokens``: only its throughput rows whose
+    tokens/s definition is not stated, read as output tokens/s (see
+    :func:`load_undefined_throughput`)."""
     out: list[Row] = []
     raw = _read(SERVING_CSV)
     with_tokens = _runs_with_tokens(raw)
     for line, r in enumerate(raw, start=2):
         report.read["serving"] += 1
         metric_label = r["metric"]
+        if undefined_tokens and metric_label not in AMBIGUOUS_METRICS:
+            continue
         if _skip_p99(report, metric_label):
             continue
         if metric_label in REDUNDANT_METRICS or (
@@ -650,10 +668,10 @@ def _load_serving(gpus: Mapping[str, GpuSpec], report: LoadReport, start: int) -
         ):
             report.skip("metric: repeats another row of the run (totals, req/s)")
             continue
-        if metric_label in AMBIGUOUS_METRICS:
+        if metric_label in AMBIGUOUS_METRICS and not undefined_tokens:
             report.skip("metric: tokens/s definition not stated (output or total)")
             continue
-        if metric_label not in METRICS:
+        if metric_label not in METRICS and not undefined_tokens:
             report.skip("metric: per-node/per-GPU headline, prefill/decode-only or duration")
             continue
         copied = copied_block(r["source"], r["note"])
@@ -695,8 +713,8 @@ def _load_serving(gpus: Mapping[str, GpuSpec], report: LoadReport, start: int) -
             continue
         if "benchmark_latency" in r["note"] and load[0] == "concurrency":
             load = ("static", load[1])
-        metric, stat = METRICS[metric_label]
-        flags = [*lflags, *sflags]
+        metric, stat = READ_AS_OUTPUT if undefined_tokens else METRICS[metric_label]
+        flags = [*lflags, *sflags, *(("tokens-undefined",) if undefined_tokens else ())]
         if r["gpu"] in GPU_VARIANT_ASSUMED:
             flags.append("variant-assumed")
         out.append(

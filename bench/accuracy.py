@@ -21,6 +21,9 @@ Also printed:
   constants, vLLM/SGLang/TGI as TensorRT-LLM x 0.9/0.95/0.8), on the same rows, no refit;
 * the same tables for rows whose request lengths follow a distribution of known mean
   (ShareGPT): scored, never fitted, not in the headline;
+* throughput whose source does not say whether tokens/s counts output tokens or all tokens
+  (AMD's MI300X vLLM results): scored both ways with the committed constants, never fitted,
+  the only check of the CDNA 3 judgement (hopper-hbm efficiencies x 0.85, ``hardware``);
 * residuals by load kind, batch and source, for the physics work.
 
 Per engine x metric (peak throughput, throughput at a load, TTFT, TPOT, ITL, E2E) x GPU: rows,
@@ -56,6 +59,7 @@ from bench._calibration_data import (  # noqa: E402
     Split,
     load_gpus,
     load_rows,
+    load_undefined_throughput,
     loso_splits,
 )
 from bench._predict import apply_flags, predict_rows  # noqa: E402
@@ -547,6 +551,35 @@ def _source_label(r: Row) -> str:
     return "/".join(p for p in parts[-3:] if p)[:70]
 
 
+def undefined_tokens_lines(rows: Sequence[Row], gpus: Mapping[str, GpuSpec]) -> list[str]:
+    """Throughput rows whose tokens/s the source leaves undefined (``Row.value`` as published),
+    predicted as output tokens/s with the committed constants (no fit ever sees these rows) and
+    scored two ways: the value read as output tokens/s, and read as all tokens/s (its output
+    share ``output / (prompt + output)`` compared). Per engine build x GPU, then all rows."""
+    if not rows:
+        return []
+    preds = refit_predictions(rows, gpus, FITTED)
+    groups: dict[tuple[str, str], list[Row]] = {}
+    for r in rows:
+        groups.setdefault((r.build, r.gpu_id), []).append(r)
+    head = (
+        "| build | GPU | rows | sources | as output tokens: median APE | bias "
+        "| as all tokens: median APE | bias |"
+    )
+    out = [head, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for (build, gpu), rs in [*sorted(groups.items()), (("**all**", "**all**"), list(rows))]:
+        as_output = stats((preds[r.index], r.value) for r in rs)
+        as_all = stats(
+            (preds[r.index], r.value * r.output_len / (r.input_len + r.output_len)) for r in rs
+        )
+        out.append(
+            f"| {build} | {gpu} | {as_output.n} | {len({r.source for r in rs})} "
+            f"| {as_output.median_ape:.1%} | {as_output.bias:+.1%} "
+            f"| {as_all.median_ape:.1%} | {as_all.bias:+.1%} |"
+        )
+    return [*out, ""]
+
+
 def skip_lines(report: LoadReport) -> list[str]:
     """What the loader read and why rows were left out."""
     out = [f"- read: {', '.join(f'{k} {v}' for k, v in sorted(report.read.items()))}"]
@@ -648,6 +681,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     out += ["## Request lengths from a distribution (ShareGPT means): scored, never fitted", ""]
     out += table(dist, val.preds, gpus, f"LOSO ({len(dist)} rows)", per_gpu=False)
     out += table(dist, base, gpus, "Baseline, no refit", per_gpu=False)
+    out += [
+        "## Throughput with tokens/s undefined by its source: scored both ways, never fitted",
+        "",
+    ]
+    out += undefined_tokens_lines(load_undefined_throughput(gpus), gpus)
     out += ["## Residuals (LOSO, fixed-length rows)", ""]
     out += residual_lines(fixed, val.preds, lambda r: r.load, "By load kind")
     out += residual_lines(fixed, val.preds, _batch_class, "By load size and tensor parallelism")

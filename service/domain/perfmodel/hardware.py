@@ -56,8 +56,10 @@ _GENERATION_KEYS: tuple[tuple[str, Generation], ...] = (
 )
 
 # Efficiency multiplier for non-NVIDIA accelerators on top of the hopper-hbm constants: a
-# judgement (no calibration data for ROCm / SynapseAI serving in this project), stated in every
-# estimate that uses it.
+# judgement (no ROCm / SynapseAI serving data suited to a fit: dstack's MI300X runs are
+# early-2025 builds, AMD's own results leave tokens/s undefined), stated in every estimate that
+# uses it. Checked, never fitted, against AMD's published MI300X vLLM throughput read both
+# ways (bench/RESULTS.md, "Throughput with tokens/s undefined by its source").
 NON_NVIDIA_DERATE = 0.85
 
 CALIBRATED_GROUPS: tuple[str, ...] = (
@@ -83,7 +85,7 @@ _GROUP_RULES: dict[tuple[str, str], tuple[str, float, str]] = {
                          "group's bandwidth efficiency and its compute efficiency on FP32 cores"),
     ("volta", "hbm"): ("ampere-hbm", 1.0, "Volta has no calibration data; using the ampere-hbm "
                        "group (nearest HBM generation)"),
-    ("cdna3", "hbm"): ("hopper-hbm", NON_NVIDIA_DERATE, "AMD CDNA 3 has no calibration data; "
+    ("cdna3", "hbm"): ("hopper-hbm", NON_NVIDIA_DERATE, "AMD CDNA 3 has no fitted constants; "
                        f"using hopper-hbm efficiencies x {NON_NVIDIA_DERATE} (judgement)"),
     ("gaudi3", "hbm"): ("hopper-hbm", NON_NVIDIA_DERATE, "Gaudi 3 has no calibration data; "
                         f"using hopper-hbm efficiencies x {NON_NVIDIA_DERATE} (judgement)"),
