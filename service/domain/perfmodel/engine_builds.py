@@ -22,29 +22,55 @@ PROFILES: dict[str, object] = {
         "rows": 108,
         "sources": 1,
         "validation": {
-            "hopper-hbm": {
+            "cdna3-hbm": {
                 "itl": {
-                    "bias": -0.514,
-                    "median_ape": 0.514,
-                    "n": 18,
+                    "bias": -0.5159,
+                    "median_ape": 0.5159,
+                    "n": 9,
                     "within_25pct": 0.0,
                 },
                 "throughput_at_load": {
-                    "bias": 1.5011,
-                    "median_ape": 1.5011,
-                    "n": 18,
+                    "bias": 1.3534,
+                    "median_ape": 1.3534,
+                    "n": 9,
                     "within_25pct": 0.0,
                 },
                 "tpot": {
-                    "bias": -0.5118,
-                    "median_ape": 0.5118,
-                    "n": 36,
+                    "bias": -0.5162,
+                    "median_ape": 0.5162,
+                    "n": 18,
                     "within_25pct": 0.0,
                 },
                 "ttft": {
-                    "bias": -0.9457,
-                    "median_ape": 0.9466,
-                    "n": 36,
+                    "bias": -0.9417,
+                    "median_ape": 0.9417,
+                    "n": 18,
+                    "within_25pct": 0.0,
+                },
+            },
+            "hopper-hbm": {
+                "itl": {
+                    "bias": -0.4868,
+                    "median_ape": 0.4868,
+                    "n": 9,
+                    "within_25pct": 0.0,
+                },
+                "throughput_at_load": {
+                    "bias": 1.6092,
+                    "median_ape": 1.6092,
+                    "n": 9,
+                    "within_25pct": 0.0,
+                },
+                "tpot": {
+                    "bias": -0.4811,
+                    "median_ape": 0.4811,
+                    "n": 18,
+                    "within_25pct": 0.0,
+                },
+                "ttft": {
+                    "bias": -0.9726,
+                    "median_ape": 0.9742,
+                    "n": 18,
                     "within_25pct": 0.0,
                 },
             },
