@@ -87,7 +87,11 @@ FAILED = RunPrediction(NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, 0.0)
 def constants_key(row: Row, cal: Calibration) -> str:
     """Fitted constants for a row: its build's, else its engine's pooled fit, else the fitted
     build of the same engine nearest in version (the newer one on a tie; the newest when the
-    row states no version), else ``FALLBACK_CONSTANTS`` (an engine with no data)."""
+    row states no engine version), else ``FALLBACK_CONSTANTS`` (an engine with no data).
+
+    A NIM container's version numbers the container, not the TensorRT-LLM release inside it
+    (NIM 1.8 is no TensorRT-LLM 1.8), so a NIM build without constants of its own gets the
+    newest TensorRT-LLM build: what ``engine: trtllm`` plans with."""
     have = cal.engine_by_name
     if row.build in BENCH_PROFILES:
         key = BENCH_PROFILES[row.build].constants
@@ -99,9 +103,10 @@ def constants_key(row: Row, cal: Calibration) -> str:
         return row.engine
     same = sorted((k for k in have if k.startswith(row.engine + "-")), key=_version_key)
     if same:
-        if not row.version:
+        version = "" if row.build.startswith("nim") else row.version
+        if not version:
             return same[-1]
-        return min(reversed(same), key=lambda k: _version_distance(k, row.version))
+        return min(reversed(same), key=lambda k: _version_distance(k, version))
     return FALLBACK_CONSTANTS if FALLBACK_CONSTANTS in have else sorted(have)[-1]
 
 

@@ -4,6 +4,7 @@ and the held-out rows are the only ones predicted in their fold."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,8 +12,10 @@ import pytest
 import bench.accuracy as accuracy
 from bench._baseline_calibration import BASELINE_FITTED
 from bench._calibration_data import Row, load_gpus, load_rows, loso_splits
+from bench._predict import constants_key
 from bench.calibrate import SERVING_ENGINES
 from service.domain.catalog import GpuSpec
+from service.domain.perfmodel.calibration import calibration_from_mapping
 from service.domain.perfmodel.constants import FITTED
 
 
@@ -85,3 +88,25 @@ def test_holding_out_some_sources_predicts_exactly_their_rows(
     )
     assert set(val.preds) == {r.index for r in rows if r.source in sources}
     assert sorted(val.folds) == sorted(sources)
+
+
+def test_a_held_out_nim_build_gets_the_newest_trtllm_build_not_its_namesake(
+    rows: list[Row],
+) -> None:
+    """NIM's version numbers the container, not the TensorRT-LLM release inside it: a NIM
+    build held out of the fit is predicted with the newest TensorRT-LLM build (what
+    ``engine: trtllm`` plans with), whatever TensorRT-LLM release shares NIM's number."""
+    nim = next(r for r in rows if r.build.startswith("nim-"))
+    fitted_engines = FITTED["engines"]
+    assert isinstance(fitted_engines, dict)
+    engines = {k: v for k, v in fitted_engines.items() if not k.startswith("nim")}
+    engines["trtllm-1.2"] = engines["trtllm-1.0"]
+    cal = calibration_from_mapping({**FITTED, "engines": engines})
+    # A NIM 1.0 container next to TensorRT-LLM builds 0.17, 1.0 and 1.2.
+    held_out = replace(nim, version="1.0", build="nim-1.0")
+    assert constants_key(held_out, cal) == "trtllm-1.2"
+    # A TensorRT-LLM row of an unfitted release still gets the nearest release.
+    trtllm = next(r for r in rows if r.build == "trtllm-0.17")
+    assert constants_key(replace(trtllm, version="0.16", build="trtllm-0.16"), cal) == (
+        "trtllm-0.17"
+    )
