@@ -7,7 +7,8 @@ the one-stage objective ``W * cost + cards`` never trades cost for cards are in
 in closed form by :mod:`exact`, one-GPU scopes of up to four replica types by
 :mod:`replica_types` (with :mod:`many_types`). Every HiGHS call is limited to
 ``time_limit_s`` seconds and starts from the value of a known feasible fleet
-(``known_value``).
+(``known_value``): the cheapest of one option alone and of the two-option fleets
+:mod:`first_fleet` scores.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from service.domain.solver.decode import (
     infeasible_solution,
 )
 from service.domain.solver.exact import exact_fleet
+from service.domain.solver.first_fleet import two_option_objective
 from service.domain.solver.formulation import (
     Layout,
     card_weight,
@@ -102,7 +104,7 @@ def minimum_cost_fleet(
     weight = card_weight(canon, sel, cost_bound)
     one_stage = not cost_only and cost_bound * weight <= ONE_STAGE_MAX_OBJECTIVE
     model, lay = cost_model(canon, sel, card_weight=weight if one_stage else None)
-    known = one_option_objective(canon, sel, model)
+    known = _least(one_option_objective(canon, sel, model), two_option_objective(canon, sel, model))
     if cost_only and known_usd_per_hour is not None:
         units = usd_in_cost_units(canon, known_usd_per_hour)
         known = units if known is None else min(known, units)
@@ -125,6 +127,12 @@ def minimum_cost_fleet(
     if not one_stage and not cost_only:
         fleet = _tiebreak(canon, model, lay, fleet)
     return fleet_solution(canon, fleet, SolveStatus.OPTIMAL)
+
+
+def _least(*values: float | None) -> float | None:
+    """The least of the known values, ``None`` if none is known."""
+    known = [v for v in values if v is not None]
+    return min(known) if known else None
 
 
 def _within_type_rule_anyway(
