@@ -24,46 +24,46 @@ PROFILES: dict[str, object] = {
         "validation": {
             "cdna3-hbm": {
                 "itl": {
-                    "bias": -0.5159,
-                    "median_ape": 0.5159,
+                    "bias": -0.5134,
+                    "median_ape": 0.5134,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "throughput_at_load": {
-                    "bias": 1.3534,
-                    "median_ape": 1.3534,
+                    "bias": 1.3395,
+                    "median_ape": 1.3395,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "tpot": {
-                    "bias": -0.5162,
-                    "median_ape": 0.5162,
+                    "bias": -0.5137,
+                    "median_ape": 0.5137,
                     "n": 18,
                     "within_25pct": 0.0,
                 },
                 "ttft": {
-                    "bias": -0.9417,
-                    "median_ape": 0.9417,
+                    "bias": -0.9418,
+                    "median_ape": 0.9418,
                     "n": 18,
                     "within_25pct": 0.0,
                 },
             },
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.4868,
-                    "median_ape": 0.4868,
+                    "bias": -0.4839,
+                    "median_ape": 0.4839,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "throughput_at_load": {
-                    "bias": 1.6092,
-                    "median_ape": 1.6092,
+                    "bias": 1.5932,
+                    "median_ape": 1.5932,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "tpot": {
-                    "bias": -0.4811,
-                    "median_ape": 0.4811,
+                    "bias": -0.4782,
+                    "median_ape": 0.4782,
                     "n": 18,
                     "within_25pct": 0.0,
                 },
@@ -92,52 +92,52 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ampere-hbm": {
                 "itl": {
-                    "bias": 0.1649,
-                    "median_ape": 0.2707,
+                    "bias": 0.1791,
+                    "median_ape": 0.2795,
                     "n": 4,
                     "within_25pct": 0.5,
                 },
                 "peak_throughput": {
-                    "bias": 0.0464,
-                    "median_ape": 0.0558,
+                    "bias": 0.0469,
+                    "median_ape": 0.0584,
                     "n": 4,
                     "within_25pct": 1.0,
                 },
                 "tpot": {
-                    "bias": 0.1704,
-                    "median_ape": 0.2915,
+                    "bias": 0.1848,
+                    "median_ape": 0.3032,
                     "n": 8,
                     "within_25pct": 0.375,
                 },
                 "ttft": {
-                    "bias": -0.1766,
-                    "median_ape": 0.1766,
+                    "bias": -0.1794,
+                    "median_ape": 0.1794,
                     "n": 8,
                     "within_25pct": 1.0,
                 },
             },
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.0441,
-                    "median_ape": 0.3241,
+                    "bias": -0.037,
+                    "median_ape": 0.3384,
                     "n": 17,
                     "within_25pct": 0.4118,
                 },
                 "peak_throughput": {
-                    "bias": 0.0131,
-                    "median_ape": 0.2389,
+                    "bias": 0.0163,
+                    "median_ape": 0.2421,
                     "n": 17,
                     "within_25pct": 0.5294,
                 },
                 "tpot": {
-                    "bias": -0.0516,
-                    "median_ape": 0.3213,
+                    "bias": -0.0514,
+                    "median_ape": 0.3466,
                     "n": 34,
                     "within_25pct": 0.3824,
                 },
                 "ttft": {
-                    "bias": -0.2931,
-                    "median_ape": 0.2931,
+                    "bias": -0.2981,
+                    "median_ape": 0.2981,
                     "n": 34,
                     "within_25pct": 0.4706,
                 },
@@ -172,26 +172,26 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": 0.0266,
-                    "median_ape": 0.0994,
+                    "bias": 0.0341,
+                    "median_ape": 0.0964,
                     "n": 45,
                     "within_25pct": 0.6889,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": 0.1676,
-                    "median_ape": 0.1676,
+                    "bias": 0.1391,
+                    "median_ape": 0.1391,
                     "n": 31,
-                    "within_25pct": 0.6129,
+                    "within_25pct": 0.6452,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": 0.2032,
-                    "median_ape": 0.2344,
+                    "bias": 0.2042,
+                    "median_ape": 0.2352,
                     "n": 119,
-                    "within_25pct": 0.521,
+                    "within_25pct": 0.5126,
                 },
             },
         },
@@ -213,24 +213,24 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": -0.033,
-                    "median_ape": 0.0475,
+                    "bias": -0.0351,
+                    "median_ape": 0.0523,
                     "n": 21,
                     "within_25pct": 1.0,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": -0.01,
-                    "median_ape": 0.0948,
+                    "bias": -0.0087,
+                    "median_ape": 0.0935,
                     "n": 30,
                     "within_25pct": 0.8667,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0339,
-                    "median_ape": 0.1065,
+                    "bias": -0.0331,
+                    "median_ape": 0.1054,
                     "n": 95,
                     "within_25pct": 0.8842,
                 },
@@ -254,26 +254,26 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": 0.0368,
-                    "median_ape": 0.0544,
+                    "bias": 0.032,
+                    "median_ape": 0.0483,
                     "n": 29,
                     "within_25pct": 0.9655,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": 0.0003,
-                    "median_ape": 0.0942,
+                    "bias": -0.0008,
+                    "median_ape": 0.0915,
                     "n": 52,
                     "within_25pct": 0.9038,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": 0.0114,
-                    "median_ape": 0.0943,
+                    "bias": 0.0067,
+                    "median_ape": 0.0991,
                     "n": 149,
-                    "within_25pct": 0.8859,
+                    "within_25pct": 0.906,
                 },
             },
         },
@@ -295,26 +295,26 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": 0.0079,
-                    "median_ape": 0.0455,
+                    "bias": 0.0005,
+                    "median_ape": 0.0453,
                     "n": 98,
                     "within_25pct": 0.9796,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0737,
-                    "median_ape": 0.1182,
+                    "bias": -0.0624,
+                    "median_ape": 0.1255,
                     "n": 129,
                     "within_25pct": 0.9147,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0297,
-                    "median_ape": 0.0975,
+                    "bias": -0.0225,
+                    "median_ape": 0.0956,
                     "n": 431,
-                    "within_25pct": 0.8747,
+                    "within_25pct": 0.8794,
                 },
             },
         },
@@ -337,44 +337,44 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": 0.0541,
-                    "median_ape": 0.0553,
+                    "bias": 0.054,
+                    "median_ape": 0.0557,
                     "n": 63,
                     "within_25pct": 0.9683,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": 0.043,
-                    "median_ape": 0.0919,
+                    "bias": 0.0505,
+                    "median_ape": 0.0935,
                     "n": 147,
                     "within_25pct": 0.8435,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": 0.0482,
-                    "median_ape": 0.0908,
+                    "bias": 0.0479,
+                    "median_ape": 0.0909,
                     "n": 265,
                     "within_25pct": 0.8566,
                 },
                 "throughput_at_load": {
-                    "bias": 0.0696,
-                    "median_ape": 0.0696,
+                    "bias": 0.0703,
+                    "median_ape": 0.0703,
                     "n": 22,
                     "within_25pct": 0.7727,
                 },
                 "tpot": {
-                    "bias": -0.0849,
-                    "median_ape": 0.0908,
+                    "bias": -0.0916,
+                    "median_ape": 0.094,
                     "n": 38,
                     "within_25pct": 0.9474,
                 },
                 "ttft": {
-                    "bias": -0.3278,
-                    "median_ape": 0.3278,
+                    "bias": -0.3058,
+                    "median_ape": 0.3058,
                     "n": 38,
-                    "within_25pct": 0.2895,
+                    "within_25pct": 0.3421,
                 },
             },
         },
@@ -396,26 +396,26 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": -0.055,
-                    "median_ape": 0.059,
+                    "bias": -0.0553,
+                    "median_ape": 0.0591,
                     "n": 79,
                     "within_25pct": 0.9873,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0534,
-                    "median_ape": 0.1205,
+                    "bias": -0.0496,
+                    "median_ape": 0.1225,
                     "n": 192,
-                    "within_25pct": 0.9115,
+                    "within_25pct": 0.9271,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0939,
-                    "median_ape": 0.1285,
+                    "bias": -0.0982,
+                    "median_ape": 0.1281,
                     "n": 232,
-                    "within_25pct": 0.9397,
+                    "within_25pct": 0.9052,
                 },
             },
         },
@@ -437,48 +437,48 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": -0.0359,
-                    "median_ape": 0.061,
+                    "bias": -0.0356,
+                    "median_ape": 0.0649,
                     "n": 54,
                     "within_25pct": 0.9815,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0039,
-                    "median_ape": 0.067,
+                    "bias": 0.0006,
+                    "median_ape": 0.0758,
                     "n": 79,
                     "within_25pct": 0.962,
                 },
             },
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.5638,
-                    "median_ape": 0.5638,
+                    "bias": -0.562,
+                    "median_ape": 0.562,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "peak_throughput": {
-                    "bias": -0.0394,
-                    "median_ape": 0.0913,
+                    "bias": -0.0412,
+                    "median_ape": 0.0926,
                     "n": 205,
-                    "within_25pct": 0.9659,
+                    "within_25pct": 0.9561,
                 },
                 "throughput_at_load": {
-                    "bias": 2.5124,
-                    "median_ape": 2.5124,
+                    "bias": 2.4992,
+                    "median_ape": 2.4992,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "tpot": {
-                    "bias": -0.541,
-                    "median_ape": 0.541,
+                    "bias": -0.5392,
+                    "median_ape": 0.5392,
                     "n": 18,
                     "within_25pct": 0.0,
                 },
                 "ttft": {
-                    "bias": -0.8525,
-                    "median_ape": 0.8525,
+                    "bias": -0.8527,
+                    "median_ape": 0.8527,
                     "n": 18,
                     "within_25pct": 0.0,
                 },
@@ -501,16 +501,16 @@ PROFILES: dict[str, object] = {
         "validation": {
             "blackwell-hbm": {
                 "peak_throughput": {
-                    "bias": 0.0137,
-                    "median_ape": 0.1117,
+                    "bias": 0.0115,
+                    "median_ape": 0.1109,
                     "n": 60,
                     "within_25pct": 0.9167,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0083,
-                    "median_ape": 0.0879,
+                    "bias": -0.0088,
+                    "median_ape": 0.0855,
                     "n": 120,
                     "within_25pct": 0.9083,
                 },
@@ -534,18 +534,18 @@ PROFILES: dict[str, object] = {
         "validation": {
             "blackwell-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0213,
-                    "median_ape": 0.1141,
+                    "bias": -0.0245,
+                    "median_ape": 0.1099,
                     "n": 44,
                     "within_25pct": 1.0,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0176,
-                    "median_ape": 0.0787,
+                    "bias": -0.0126,
+                    "median_ape": 0.0877,
                     "n": 65,
-                    "within_25pct": 0.9846,
+                    "within_25pct": 0.9692,
                 },
             },
         },
@@ -568,24 +568,24 @@ PROFILES: dict[str, object] = {
         "validation": {
             "blackwell-gddr": {
                 "peak_throughput": {
-                    "bias": -0.1767,
-                    "median_ape": 0.1767,
+                    "bias": -0.1881,
+                    "median_ape": 0.1881,
                     "n": 49,
-                    "within_25pct": 0.8571,
+                    "within_25pct": 0.7755,
                 },
             },
             "blackwell-hbm": {
                 "peak_throughput": {
-                    "bias": 0.0489,
-                    "median_ape": 0.1131,
+                    "bias": 0.0504,
+                    "median_ape": 0.1144,
                     "n": 98,
                     "within_25pct": 0.6939,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": 0.0742,
-                    "median_ape": 0.1299,
+                    "bias": 0.0858,
+                    "median_ape": 0.1336,
                     "n": 112,
                     "within_25pct": 0.7411,
                 },
@@ -606,28 +606,28 @@ PROFILES: dict[str, object] = {
         "validation": {
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.0226,
-                    "median_ape": 0.3072,
+                    "bias": -0.0317,
+                    "median_ape": 0.3144,
                     "n": 8,
                     "within_25pct": 0.375,
                 },
                 "peak_throughput": {
-                    "bias": 0.0388,
-                    "median_ape": 0.1568,
+                    "bias": 0.0554,
+                    "median_ape": 0.1725,
                     "n": 8,
                     "within_25pct": 0.75,
                 },
                 "tpot": {
-                    "bias": 0.0373,
-                    "median_ape": 0.1347,
+                    "bias": 0.0266,
+                    "median_ape": 0.1327,
                     "n": 16,
                     "within_25pct": 0.5625,
                 },
                 "ttft": {
-                    "bias": -0.1244,
-                    "median_ape": 0.1244,
+                    "bias": -0.1451,
+                    "median_ape": 0.1451,
                     "n": 16,
-                    "within_25pct": 0.75,
+                    "within_25pct": 0.6875,
                 },
             },
         },
@@ -648,54 +648,54 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ampere-hbm": {
                 "itl": {
-                    "bias": 0.069,
-                    "median_ape": 0.2521,
+                    "bias": 0.1359,
+                    "median_ape": 0.2431,
                     "n": 36,
-                    "within_25pct": 0.4722,
+                    "within_25pct": 0.5278,
                 },
                 "peak_throughput": {
-                    "bias": -0.0476,
-                    "median_ape": 0.2564,
+                    "bias": -0.0576,
+                    "median_ape": 0.2426,
                     "n": 36,
-                    "within_25pct": 0.4722,
+                    "within_25pct": 0.5278,
                 },
                 "tpot": {
-                    "bias": 0.0921,
-                    "median_ape": 0.2494,
+                    "bias": 0.1428,
+                    "median_ape": 0.2376,
                     "n": 72,
-                    "within_25pct": 0.5139,
+                    "within_25pct": 0.5278,
                 },
                 "ttft": {
-                    "bias": -0.0859,
-                    "median_ape": 0.2694,
+                    "bias": -0.0639,
+                    "median_ape": 0.2602,
                     "n": 72,
-                    "within_25pct": 0.4444,
+                    "within_25pct": 0.4722,
                 },
             },
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.0119,
-                    "median_ape": 0.1232,
+                    "bias": 0.0131,
+                    "median_ape": 0.1249,
                     "n": 32,
-                    "within_25pct": 0.75,
+                    "within_25pct": 0.7188,
                 },
                 "peak_throughput": {
-                    "bias": -0.0676,
-                    "median_ape": 0.2185,
+                    "bias": -0.0589,
+                    "median_ape": 0.2293,
                     "n": 32,
-                    "within_25pct": 0.5938,
+                    "within_25pct": 0.5625,
                 },
                 "tpot": {
-                    "bias": -0.0578,
-                    "median_ape": 0.1719,
+                    "bias": -0.035,
+                    "median_ape": 0.1753,
                     "n": 64,
-                    "within_25pct": 0.7969,
+                    "within_25pct": 0.75,
                 },
                 "ttft": {
-                    "bias": -0.179,
-                    "median_ape": 0.194,
+                    "bias": -0.1893,
+                    "median_ape": 0.1994,
                     "n": 64,
-                    "within_25pct": 0.6406,
+                    "within_25pct": 0.6094,
                 },
             },
         },
@@ -714,26 +714,26 @@ PROFILES: dict[str, object] = {
         "validation": {
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.4458,
-                    "median_ape": 0.4458,
+                    "bias": -0.4423,
+                    "median_ape": 0.4423,
                     "n": 5,
                     "within_25pct": 0.2,
                 },
                 "peak_throughput": {
-                    "bias": 0.5917,
-                    "median_ape": 0.5917,
+                    "bias": 0.5823,
+                    "median_ape": 0.5823,
                     "n": 5,
                     "within_25pct": 0.2,
                 },
                 "tpot": {
-                    "bias": -0.4374,
-                    "median_ape": 0.4374,
+                    "bias": -0.4332,
+                    "median_ape": 0.4332,
                     "n": 10,
                     "within_25pct": 0.2,
                 },
                 "ttft": {
-                    "bias": -0.5941,
-                    "median_ape": 0.5941,
+                    "bias": -0.5945,
+                    "median_ape": 0.5945,
                     "n": 10,
                     "within_25pct": 0.0,
                 },
@@ -754,20 +754,20 @@ PROFILES: dict[str, object] = {
         "validation": {
             "hopper-hbm": {
                 "itl": {
-                    "bias": 0.1954,
-                    "median_ape": 0.1954,
+                    "bias": 0.1813,
+                    "median_ape": 0.1813,
                     "n": 5,
                     "within_25pct": 0.6,
                 },
                 "throughput_at_load": {
-                    "bias": -0.0406,
-                    "median_ape": 0.0496,
+                    "bias": -0.0296,
+                    "median_ape": 0.0611,
                     "n": 5,
                     "within_25pct": 1.0,
                 },
                 "ttft": {
-                    "bias": 0.5409,
-                    "median_ape": 0.5409,
+                    "bias": 0.543,
+                    "median_ape": 0.543,
                     "n": 5,
                     "within_25pct": 0.4,
                 },

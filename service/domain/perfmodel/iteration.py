@@ -161,20 +161,36 @@ def prefill_per_iteration(b: float, l_in: int, l_out: int) -> float:
     return b * l_in / max(l_out - 1, 1)
 
 
+MIN_CHUNK = 256.0
+"""Prompt tokens a chunk carries at least when the token budget's room is smaller (tokens)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Mix:
     """Steady-state iteration mix with ``b`` sequences decoding (seconds).
 
-    Prompts replace finished sequences at ``B / (L_out - 1)`` prompts per iteration. A prompt is
-    processed in ``n_ch`` chunks (1 without chunked prefill or when it fits the token budget);
-    ``demand = B n_ch / (L_out - 1)`` chunks per iteration. When ``demand >= 1`` every iteration
-    carries ``demand`` chunks (fluid); otherwise a fraction ``f = demand`` of iterations carries
-    one chunk and the rest are pure decode. So ``tau = (1 - f) tau0 + f tau1``, ``tau1`` being an
-    iteration that carries chunks, and one request's prompt adds ``delta = n_ch (tau1 - tau0) /
-    max(1, demand)`` of GPU time. ``s1`` is the first-token service time: the ``n_ch`` iterations
-    that carry the request's own chunks. ``service`` is the prompt queue's service time per
-    prompt: a prompt-carrying iteration takes ``tau1`` and admits ``room = budget - B`` prompt
-    tokens (at least one whole prompt without chunked prefill), so ``tau1 L_in / room``.
+    Prompts replace finished sequences at ``B / (L_out - 1)`` prompts per iteration. With
+    chunked prefill, a prompt longer than the token budget's room (``room = budget - B``) is
+    cut into chunks of ``size = max(room, MIN_CHUNK)`` tokens, the last one the rest: ``n_ch``
+    chunks, worth ``spans = L_in / size`` full ones (1 without chunking, or when the prompt
+    fits the room). A full chunk takes a whole iteration's room; the rest leaves room for
+    other prompts, so the mix counts ``spans``: ``demand = B spans / (L_out - 1)`` chunk
+    iterations per iteration, continuous in ``B`` where chunking starts. When ``demand >= 1``
+    every iteration carries ``demand`` chunks' tokens (fluid); otherwise a fraction
+    ``f = demand`` of iterations carries one chunk and the rest are pure decode. So
+    ``tau = (1 - f) tau0 + f tau1``, ``tau1`` being an iteration that carries chunks, and one
+    request's prompt adds ``delta = spans (tau1 - tau0) / max(1, demand)`` of GPU time. ``s1``
+    is the first-token service time: the iterations that carry the request's own chunks, the
+    ``n_ch - 1`` full ones and the rest (``n_ch`` fluid iterations when ``demand >= 1``).
+    ``service`` is the prompt queue's service time per
+    prompt: an iteration admits ``room`` prompt tokens (at least one whole prompt
+    without chunked prefill), and while prompts wait it is full, so it lasts ``tau_room``, the
+    time of an iteration carrying ``room`` prompt tokens beside the ``B`` decoding sequences;
+    a prompt takes ``L_in / room`` of it: ``tau_room L_in / room``. That is at least the
+    prompt's own prefill work at this batch, and it changes continuously with ``B`` where
+    chunking starts (``tau1``, an iteration carrying one chunk, would claim ``room`` prompt
+    tokens cost what one chunk does, and halve the service time where a prompt starts being
+    split in two).
     ``residual`` is the mean residual of the iteration in flight when a request arrives
     (length-biased: ``E[tau^2] / (2 E[tau])``).
     """
@@ -195,22 +211,29 @@ def iteration_mix(s: Setup, b: float, l_in: int, l_out: int) -> Mix:
     c = mean_context(l_in, l_out)
     budget = token_budget(s, l_in, l_out)
     room = max(budget - b, 1.0)
-    n_ch = 1
+    size = float(l_in)
     if s.chunked and room < l_in:
-        n_ch = math.ceil(l_in / max(room, 256.0))
+        size = min(max(room, MIN_CHUNK), size)
     elif room < l_in:
         room = float(l_in)
-    chunk = l_in / n_ch
-    demand = b * n_ch / n_dec
+    spans = l_in / size
+    n_ch = math.ceil(spans)
+    demand = b * spans / n_dec
     tau0 = iteration_time(s, b, 0.0, c, l_in)
     if demand >= 1.0:
         f = 1.0
-        tau1 = iteration_time(s, b, demand * chunk, c, l_in)
-        delta = (tau1 - tau0) * n_ch / demand
+        tau1 = iteration_time(s, b, demand * size, c, l_in)
+        delta = (tau1 - tau0) * spans / demand
+        s1 = n_ch * tau1
     else:
         f = demand
-        tau1 = iteration_time(s, b, chunk, c, l_in)
-        delta = (tau1 - tau0) * n_ch
+        tau1 = iteration_time(s, b, size, c, l_in)
+        delta = (tau1 - tau0) * spans
+        s1 = tau1
+        if n_ch > 1:  # full chunks, then the rest of the prompt
+            rest = l_in - (n_ch - 1) * size
+            s1 = (n_ch - 1) * tau1 + iteration_time(s, b, rest, c, l_in)
     tau = (1.0 - f) * tau0 + f * tau1
     residual = ((1.0 - f) * tau0 * tau0 + f * tau1 * tau1) / (2.0 * tau)
-    return Mix(tau0, tau1, tau, f, max(delta, 0.0), n_ch * tau1, tau1 * l_in / room, residual)
+    full = iteration_time(s, b, room, c, l_in)
+    return Mix(tau0, tau1, tau, f, max(delta, 0.0), s1, full * l_in / room, residual)

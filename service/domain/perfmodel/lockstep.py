@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from service.domain.perfmodel.coefficients import Setup
-from service.domain.perfmodel.iteration import mean_context
+from service.domain.perfmodel.iteration import MIN_CHUNK, mean_context
 from service.domain.perfmodel.memory import token_budget
 from service.domain.perfmodel.queueing import effective_output
 
@@ -125,7 +125,9 @@ def take(ln: Lanes, idx: npt.NDArray[np.intp]) -> Lanes:
 
 
 def _iteration_time(ln: Lanes, b: Array, p: Array) -> Array:
-    """``iteration.iteration_time`` per lane at context ``ln.c`` for prompts of ``ln.l_in``."""
+    """``iteration.iteration_time`` per lane at context ``ln.c`` for prompts of ``ln.l_in``,
+    with ``p`` prompt tokens: one row per lane, or several rows (shape ``(k, lanes)``: ``k``
+    iterations per lane at the same batch ``b``, in one pass)."""
     tok = b + p
     logits = b + np.where(p > 0.0, p / ln.l_in, 0.0)
     gemm = ln.g_dense * tok + ln.g_head * logits
@@ -138,7 +140,7 @@ def _iteration_time(ln: Lanes, b: Array, p: Array) -> Array:
     t = t + np.maximum(kv, ad)
     lw = np.minimum(ln.l_in, 2.0 * ln.window)
     t = t + p * (ln.pf * ln.l_in + ln.pf_win * lw)
-    best = np.min(ln.coll_lat + ln.coll_tok * tok[:, None], axis=1)
+    best = np.min(ln.coll_lat + ln.coll_tok * tok[..., None], axis=-1)
     t = t + np.where(ln.n_coll > 0.0, ln.n_coll * best, 0.0)
     t = t + ln.oh_step
     return np.maximum(t, ln.cpu_seq * b)
@@ -167,18 +169,28 @@ def points(ln: Lanes, b: Array) -> Points:
     b = np.maximum(b, 1e-9)
     room = np.maximum(ln.budget - b, 1.0)
     short = room < ln.l_in
-    n_ch = np.where(ln.chunked & short, np.ceil(ln.l_in / np.maximum(room, 256.0)), 1.0)
+    size = np.where(ln.chunked & short, np.minimum(np.maximum(room, MIN_CHUNK), ln.l_in), ln.l_in)
     room = np.where(~ln.chunked & short, ln.l_in, room)
-    chunk = ln.l_in / n_ch
-    demand = b * n_ch / ln.n_dec
-    tau0 = _iteration_time(ln, b, np.zeros_like(b))
+    spans = ln.l_in / size
+    n_ch = np.ceil(spans)
+    demand = b * spans / ln.n_dec
     fluid = demand >= 1.0
-    tau1 = _iteration_time(ln, b, np.where(fluid, demand * chunk, chunk))
+    n_full = n_ch - 1.0
+    # the iterations of one operating point, in one pass: pure decode, one carrying chunks,
+    # one carrying the rest of a split prompt, one full of prompt tokens (the queue's server)
+    tau0, tau1, rest, full = _iteration_time(
+        ln,
+        b,
+        np.stack(
+            (np.zeros_like(b), np.where(fluid, demand * size, size), ln.l_in - n_full * size, room)
+        ),
+    )
     f = np.where(fluid, 1.0, demand)
     tau = (1.0 - f) * tau0 + f * tau1
     residual = ((1.0 - f) * tau0 * tau0 + f * tau1 * tau1) / (2.0 * tau)
-    s1 = n_ch * tau1
-    service = tau1 * ln.l_in / room
+    split = ~fluid & (n_ch > 1.0)  # full chunks, then the rest of the prompt
+    s1 = np.where(fluid, n_ch * tau1, np.where(split, n_full * tau1 + rest, tau1))
+    service = full * ln.l_in / room
     lam = b / (ln.n_dec * tau)
     rho = np.minimum(lam * service, 0.999999)
     busy = -np.expm1(-b)

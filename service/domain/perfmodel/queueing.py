@@ -7,10 +7,11 @@ TPOT and E2E percentiles there.
   ``lambda(B) = B / ((L_out - 1) tau(B))``.
 * TTFT = queueing + prefill + request handling: first-token service ``s1`` (the iteration(s)
   carrying the request's prompt), the wait before its first iteration, and ``ttft_oh_s`` (a few
-  ms, ``coefficients.REQUEST_HANDLING_MAX_MS``). Prompts queue for the token budget: a
-  prompt-carrying iteration takes ``tau1`` and admits ``room = budget - B`` prompt tokens, so the
-  prompt queue is an M/D/1 queue with deterministic service ``S = tau1 L_in / room`` at
-  utilisation ``rho = lambda S`` (in the fluid regime ``rho`` is the budget's utilisation). Its
+  ms, ``coefficients.REQUEST_HANDLING_MAX_MS``). Prompts queue for the token budget: an
+  iteration admits ``room = budget - B`` prompt tokens, and while prompts wait it is full, taking
+  ``tau_room`` (``room`` prompt tokens beside the ``B`` decoding sequences), so the prompt queue
+  is an M/D/1 queue with deterministic service ``S = tau_room L_in / room`` (a prompt's share of
+  a full iteration) at utilisation ``rho = lambda S``. Its
   wait adds to the residual of the iteration in flight, which an arrival meets only while the
   engine is busy: with ``B`` sequences decoding on average (Poisson arrivals, so the number in
   decode is about Poisson(``B``)) that is ``P_busy = 1 - exp(-B)``, and the residual given busy

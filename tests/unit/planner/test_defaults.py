@@ -163,9 +163,9 @@ def test_a_single_type_chosen_by_the_mixing_rule_still_says_what_the_budget_buys
 
 def test_a_saving_above_the_threshold_keeps_the_mix() -> None:
     gpus = ("h100-sxm", "b200")
-    free = seventy_b(25, gpus)
+    free = seventy_b(22, gpus)
     assert free.fleet is not None and len({x.gpu for x in free.fleet.lines}) == 2
-    p = seventy_b(25, gpus, mixing=MixingPolicy())
+    p = seventy_b(22, gpus, mixing=MixingPolicy())
     assert p.mixing is not None and p.mixing.rule == "mix_saves_enough"
     assert p.mixing.saving_percent is not None and p.mixing.saving_percent >= 10
     assert cost(p) == pytest.approx(cost(free))
