@@ -28,21 +28,17 @@ from service.domain.perfmodel.iteration import iteration_mix, iteration_time, me
 from service.domain.perfmodel.memory import token_budget
 from service.domain.perfmodel.queueing import operating_point, ttft_q
 from service.domain.perfmodel.serving import batch_caps
-from tests.unit.perfmodel.gpu_fixtures import GPUS
-from tests.unit.perfmodel.physics import perturbed
+from tests.unit.perfmodel.physics import dep, perturbed
 
-CASES = [
-    ("llama-3.1-70b", "a100-sxm-80gb", 4, "fp8", "vllm"),
-    ("llama-3.1-70b", "h100-sxm", 2, "fp8", "sglang"),
-    ("llama-3.1-8b", "l40s", 1, "fp8", "vllm"),
-    ("llama-3.1-8b", "h100-sxm", 1, "fp8", "trtllm"),
-    ("mixtral-8x7b", "h200-sxm", 2, "fp8", "vllm"),
+CASES: list[tuple[str, Deployment]] = [
+    ("llama-3.1-70b", dep("a100-sxm-80gb", 4, "fp8", "vllm")),
+    ("llama-3.1-70b", dep("h100-sxm", 2, "fp8", "sglang")),
+    ("llama-3.1-8b", dep("l40s", 1, "fp8", "vllm")),
+    ("llama-3.1-8b", dep("h100-sxm", 1, "fp8", "trtllm")),
+    ("mixtral-8x7b", dep("h200-sxm", 2, "fp8", "vllm")),
 ]
+IDS = [f"{m}-{d.gpu.id}-tp{d.tensor_parallel}-{d.engine}" for m, d in CASES]
 PROMPTS = (700, 2023, 3100, 6000)
-
-
-def _dep(gpu: str, tp: int, prec: str, engine: str) -> Deployment:
-    return Deployment(GPUS[gpu], tp, prec, "fp8", engine)  # type: ignore[arg-type]
 
 
 def _batches(b_max: float, n: int = 400) -> list[float]:
@@ -50,14 +46,11 @@ def _batches(b_max: float, n: int = 400) -> list[float]:
     return [1.0 + (b_max - 1.0) * k / (n - 1) for k in range(n)]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[1]}-{c[4]}" for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=IDS)
 @pytest.mark.parametrize("l_in", PROMPTS)
-def test_ttft_never_falls_as_the_batch_grows(
-    case: tuple[str, str, int, str, str], l_in: int
-) -> None:
-    model, gpu, tp, prec, engine = case
-    arch = PRESETS[model]
-    s = engine_setup(arch, _dep(gpu, tp, prec, engine))
+def test_ttft_never_falls_as_the_batch_grows(case: tuple[str, Deployment], l_in: int) -> None:
+    model, d = case
+    s = engine_setup(PRESETS[model], d)
     l_out = 696
     b_max = float(batch_caps(s, l_in, l_out).b_max)
     if b_max <= 1.0:
@@ -71,14 +64,13 @@ def test_ttft_never_falls_as_the_batch_grows(
 
 
 @pytest.mark.parametrize("cal", perturbed()[:3], ids=range(3))
-@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[1]}-{c[4]}" for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_a_prompt_costs_its_share_of_a_full_iteration(
-    case: tuple[str, str, int, str, str], cal: Calibration
+    case: tuple[str, Deployment], cal: Calibration
 ) -> None:
     """Service time = (time of an iteration carrying ``room`` prompt tokens) x L_in / room,
     whatever the fitted constants; so it is at least the prompt's marginal prefill work."""
-    model, gpu, tp, prec, engine = case
-    d = _dep(gpu, tp, prec, engine)
+    model, d = case
     s = build_setup(PRESETS[model], d, PUBLIC_PROFILES[d.engine], cal)
     for l_in in PROMPTS:
         l_out = 300
@@ -96,13 +88,12 @@ def test_a_prompt_costs_its_share_of_a_full_iteration(
             assert mix.service >= marginal
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[1]}-{c[4]}" for c in CASES])
-def test_service_is_continuous_where_chunking_starts(case: tuple[str, str, int, str, str]) -> None:
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_service_is_continuous_where_chunking_starts(case: tuple[str, Deployment]) -> None:
     """Just below and just above the batch where ``room`` reaches ``L_in``, the service time
     differs by a hair, not by the factor the chunk count steps by."""
-    model, gpu, tp, prec, engine = case
-    arch = PRESETS[model]
-    s = engine_setup(arch, _dep(gpu, tp, prec, engine))
+    model, d = case
+    s = engine_setup(PRESETS[model], d)
     if not s.chunked:
         pytest.skip("the engine admits whole prompts")
     l_out = 696
