@@ -172,10 +172,10 @@ def measure(
 
 PHASES = (
     ("candidates (performance model, offers)", "main"),
-    ("policy solve (MILP per vendor scope)", "main"),
+    ("policy solve (MILP per vendor scope; prices the replica floors)", "main"),
     ("assembly of the plan's fleet", "main"),
     ("single-type solves", "helper"),
-    ("what-if re-solves", "helper"),
+    ("what-if re-solves (constraints other than the replica floors)", "helper"),
     ("assembly of the single-type alternatives", "main"),
 )
 
@@ -191,7 +191,10 @@ def phase_times(snapshot: CatalogSnapshot, n: int, seed: int) -> list[list[float
         candidates = build_candidates(req, snapshot)
         problem = fleet_problem(req, candidates)
         marks.append(time.perf_counter())
-        solution, _ = one_vendor_solve(problem, candidates, req)
+        labels = priced_constraints(req)
+        solution, _, _ = one_vendor_solve(
+            problem, candidates, req, price_min_replicas="min_replicas" in labels
+        )
         marks.append(time.perf_counter())
         if solution.has_fleet:
             assemble_fleet(req, candidates, solution)
@@ -199,7 +202,9 @@ def phase_times(snapshot: CatalogSnapshot, n: int, seed: int) -> list[list[float
         singles = cheapest_single_type(problem)
         marks.append(time.perf_counter())
         vendors = scope_vendors(candidates, req)
-        relaxed_costs_within_rule(problem, vendors, priced_constraints(req), singles)
+        others = tuple(label for label in labels if label != "min_replicas")
+        if others:
+            relaxed_costs_within_rule(problem, vendors, others, singles)
         marks.append(time.perf_counter())
         single_type_alternatives(req, candidates, singles)
         marks.append(time.perf_counter())

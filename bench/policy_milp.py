@@ -26,6 +26,7 @@ from collections.abc import Callable
 from bench.plan_latency import pct, real_snapshot, request
 from service.domain.catalog import CatalogSnapshot
 from service.domain.planner.candidates import build_candidates, fleet_problem
+from service.domain.planner.explain import priced_constraints
 from service.domain.planner.mixing import one_vendor_solve
 from service.domain.solver import highs, min_cost
 from service.native_stdout import divert_native_stdout
@@ -54,7 +55,10 @@ def policy_milps(
         for _ in range(n):
             req = request(rng, 4, cold=True, base_shapes=[])
             candidates = build_candidates(req, snapshot)
-            one_vendor_solve(fleet_problem(req, candidates), candidates, req)
+            floors = "min_replicas" in priced_constraints(req)  # as the plan solves it
+            one_vendor_solve(
+                fleet_problem(req, candidates), candidates, req, price_min_replicas=floors
+            )
     finally:
         setattr(min_cost, _COST_SOLVE, solve)
     return [(m, k) for m, k in seen if bool(m.integrality.any())]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import NamedTuple
 
 from service.domain.planner.candidates import Candidates
 from service.domain.planner.request import PlanRequest
@@ -29,6 +30,7 @@ from service.domain.solver import (
     max_qps_within_budget,
     relaxed_costs,
     solve_fleet,
+    solve_fleet_pricing_min_replicas,
 )
 
 
@@ -77,9 +79,23 @@ def relaxed_costs_within_rule(
     return out
 
 
+class VendorSolve(NamedTuple):
+    """The policy's solve: its fleet, the most load its budget buys (``None`` without a
+    budget), and what-if costs it priced on the way (``label -> USD/hour``, see
+    :func:`relaxed_costs_within_rule`)."""
+
+    solution: FleetSolution
+    budget_qps: float | None
+    relaxed: dict[str, float]
+
+
 def one_vendor_solve(
-    problem: FleetProblem, candidates: Candidates, request: PlanRequest
-) -> tuple[FleetSolution, float | None]:
+    problem: FleetProblem,
+    candidates: Candidates,
+    request: PlanRequest,
+    *,
+    price_min_replicas: bool = False,
+) -> VendorSolve:
     """The cheapest fleet (and, with a budget, the most load the budget buys) under the
     vendor rule: the plain solve when vendors may mix or only one vendor has options, else
     the cheapest of the solves within each vendor's GPUs (their most load within budget).
@@ -89,22 +105,29 @@ def one_vendor_solve(
     overall is cheapest within its vendor), without the whole solve, the dearest of them,
     which on the bundled catalog mixes vendors in about half of the plans. Only when no vendor
     alone has a fleet is the whole problem solved, to tell "only a mix of vendors meets the
-    demand" from a request nothing meets (diagnosed)."""
+    demand" from a request nothing meets (diagnosed).
+
+    ``price_min_replicas``: each scope is solved with
+    :func:`~service.domain.solver.solve_fleet_pricing_min_replicas`, which also prices the
+    replica floors (the ``min_replicas`` what-if, as :func:`relaxed_costs_within_rule` gives
+    it, in ``relaxed`` when proven in every scope), mostly from the same solve."""
     with_budget = request.budget_usd_per_hour is not None
     scoped = vendor_scopes(problem, candidates, request)
+    solved = [(*_scope_solve(p, price_min_replicas), p) for p in scoped]
+    relaxed = _least_proven([r for _, r, _ in solved]) if price_min_replicas else None
+    priced = {} if relaxed is None else {"min_replicas": relaxed}
     if len(scoped) == 1:
-        solution = solve_fleet(problem)
+        solution = solved[0][0]
         budget_qps = solution.max_qps_within_budget
         if budget_qps is None and with_budget:
             budget_qps = max_qps_within_budget(problem)
-        return solution, budget_qps
-    solved = [(solve_fleet(p), p) for p in scoped]
-    feasible = [(s, p) for s, p in solved if s.has_fleet]
+        return VendorSolve(solution, budget_qps, priced)
+    feasible = [(s, p) for s, _, p in solved if s.has_fleet]
     budget_qps = (
         max(
             (s.max_qps_within_budget if s.max_qps_within_budget is not None else
              max_qps_within_budget(p))
-            for s, p in solved
+            for s, _, p in solved
         )
         if with_budget
         else None
@@ -112,16 +135,35 @@ def one_vendor_solve(
     if not feasible:
         whole = solve_fleet(problem)
         if not whole.has_fleet:
-            return whole, budget_qps
+            return VendorSolve(whole, budget_qps, {})
         reason = Reason(
             ReasonCode.SINGLE_VENDOR,
             message=(
                 "only a fleet mixing GPU vendors meets the demand, and allow_mixed_vendors is false"
             ),
         )
-        return FleetSolution(status=SolveStatus.INFEASIBLE, reasons=(reason,)), budget_qps
+        return VendorSolve(
+            FleetSolution(status=SolveStatus.INFEASIBLE, reasons=(reason,)), budget_qps, {}
+        )
     best, _ = min(feasible, key=lambda sp: _rank(sp[0]))
-    return best, budget_qps
+    return VendorSolve(best, budget_qps, priced)
+
+
+def _scope_solve(
+    scope: FleetProblem, price_min_replicas: bool
+) -> tuple[FleetSolution, float | None]:
+    if price_min_replicas:
+        return solve_fleet_pricing_min_replicas(scope)
+    return solve_fleet(scope), None
+
+
+def _least_proven(values: list[float | None]) -> float | None:
+    """The least of the scopes' what-if costs when every scope proved its own (``inf``: no
+    fleet there) and one has a fleet, else ``None``, as :func:`relaxed_costs_within_rule`."""
+    if not values or any(v is None for v in values):
+        return None
+    least = min(v for v in values if v is not None)
+    return least if least < float("inf") else None
 
 
 def gpu_types(fleet: Fleet) -> int:

@@ -81,8 +81,10 @@ def plan(
     and of the what-if re-solves that price the request's constraints
     (:func:`~service.domain.planner.aside.solve_aside`); with an ``executor`` (threads or
     processes) those run on one of its workers while this thread runs the main solve, else
-    all run one after the other. The answer is the same either way; a broken executor only
-    makes this thread do the helper's share.
+    all run one after the other. The replica floors' what-if is priced by the main solve
+    itself, mostly without a second solve
+    (:func:`~service.domain.solver.whatif.solve_fleet_pricing_min_replicas`). The answer is
+    the same either way; a broken executor only makes this thread do the helper's share.
     An infeasible or over-budget plan also gets its relaxations and its rejections their
     latency floors (``relax``; each relaxation is planned with ``relax=False``).
     """
@@ -133,16 +135,24 @@ def _solve(
     problem = fleet_problem(request, candidates)
     vendors = scope_vendors(candidates, request)
     labels = priced_constraints(request)
+    # The replica floors' what-if comes with the policy's solve (mostly from the same solve:
+    # ``one_vendor_solve``); the helper re-solves the other constraints.
+    floors = "min_replicas" in labels
+    aside_labels = tuple(label for label in labels if label != "min_replicas")
     if executor is not None:
         # The helper runs the single-type solves and then the what-if re-solves (bounded by
         # the single types' costs) while this thread solves and assembles the policy's fleet.
         # Plain values go to the helper and come back, so on a process pool the two share
         # nothing (no GIL); on threads HiGHS still releases it.
         try:
-            aside: Future[Aside] | None = executor.submit(solve_aside, problem, vendors, labels)
+            aside: Future[Aside] | None = executor.submit(
+                solve_aside, problem, vendors, aside_labels
+            )
         except BrokenExecutor:  # no helper would start: this thread does the helper's share
             aside = None
-        solution, budget_qps = one_vendor_solve(problem, candidates, request)
+        solution, budget_qps, own = one_vendor_solve(
+            problem, candidates, request, price_min_replicas=floors
+        )
         fleet = assemble_fleet(request, candidates, solution) if solution.has_fleet else None
         try:
             if aside is None:
@@ -150,11 +160,15 @@ def _solve(
             singles, relaxed = aside.result()
         except BrokenExecutor:
             # The helper died (a process pool lost a worker): this thread does its share.
-            singles, relaxed = solve_aside(problem, vendors, labels)
+            singles, relaxed = solve_aside(problem, vendors, aside_labels)
     else:
-        solution, budget_qps = one_vendor_solve(problem, candidates, request)
+        solution, budget_qps, own = one_vendor_solve(
+            problem, candidates, request, price_min_replicas=floors
+        )
         fleet = assemble_fleet(request, candidates, solution) if solution.has_fleet else None
-        singles, relaxed = solve_aside(problem, vendors, labels)
+        singles, relaxed = solve_aside(problem, vendors, aside_labels)
+    if labels:
+        relaxed = {**(relaxed or {}), **own}
     alternatives = single_type_alternatives(request, candidates, singles)
     if not solution.has_fleet:
         relaxed = None

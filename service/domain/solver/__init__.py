@@ -9,6 +9,7 @@ Public API::
     relaxation_savings(problem, solution, labels=None, relaxed=None)
         -> tuple[tuple[str, float], ...]
     relaxed_costs(problem, labels, known_usd_per_hour=None) -> dict[str, float]
+    solve_fleet_pricing_min_replicas(problem) -> (FleetSolution, float | None)
     constraint_labels(problem) -> tuple[str, ...]
 
 The solver counts *units* (what is billed: one replica, or a cloud instance hosting
@@ -50,7 +51,12 @@ from service.domain.solver.problem import (
     SolveStatus,
 )
 from service.domain.solver.single_type import cheapest_single_type, solve_single_type
-from service.domain.solver.whatif import constraint_labels, relaxation_savings, relaxed_costs
+from service.domain.solver.whatif import (
+    constraint_labels,
+    relaxation_savings,
+    relaxed_costs,
+    solve_fleet_pricing_min_replicas,
+)
 
 __all__ = [
     "Bucket",
@@ -66,5 +72,6 @@ __all__ = [
     "relaxation_savings",
     "relaxed_costs",
     "solve_fleet",
+    "solve_fleet_pricing_min_replicas",
     "solve_single_type",
 ]

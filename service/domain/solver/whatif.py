@@ -11,8 +11,13 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from service.domain.solver.min_cost import solve_fleet
+import numpy as np
+
+from service.domain.solver import diagnose
+from service.domain.solver.budget import apply_budget
+from service.domain.solver.min_cost import minimum_cost_fleet, solve_fleet
 from service.domain.solver.problem import FleetOption, FleetProblem, FleetSolution, SolveStatus
+from service.domain.solver.prune import Canon, canonicalize
 
 
 def constraint_labels(problem: FleetProblem) -> tuple[str, ...]:
@@ -79,6 +84,54 @@ def relaxed_costs(
         elif infeasible_as_inf and cheaper.status is SolveStatus.INFEASIBLE:
             out[label] = math.inf
     return out
+
+
+def solve_fleet_pricing_min_replicas(problem: FleetProblem) -> tuple[FleetSolution, float | None]:
+    """:func:`~service.domain.solver.min_cost.solve_fleet` of ``problem``, and what
+    :func:`relaxed_costs` answers for ``min_replicas`` (``infeasible_as_inf``): the cost of
+    the cheapest fleet without the replica floors (``min_replicas``, ``line_min_replicas``),
+    ``inf`` when none exists, ``None`` when a time limit left it unproven.
+
+    The problem without the floors is solved first, for its cheapest fleet with the fewest
+    cards. Dropping constraints relaxes a problem, so when that fleet keeps the floors anyway
+    it is the problem's own optimum, with the same cost and cards: one solve answers both, and
+    the floors' what-if saves nothing. Otherwise the problem is solved as well. On the
+    requests of ``bench/plan_latency.py`` (two replicas per line asked) the fleet without the
+    floors keeps them in about two vendor scopes of three."""
+    canon = canonicalize(problem)
+    loose = replace(
+        canon,
+        min_replicas=0,
+        line_min_replicas=0,
+        line_units=np.zeros_like(canon.line_units),
+    )
+    found = minimum_cost_fleet(loose, None)
+    relaxed: float | None = None
+    if found.status is SolveStatus.INFEASIBLE:
+        relaxed = math.inf
+    elif found.status is SolveStatus.OPTIMAL:
+        relaxed = found.usd_per_hour
+        kept = _keeping_floors(canon, found)
+        if kept is not None:
+            return apply_budget(canon, kept, None, scale=True), relaxed
+    return apply_budget(canon, minimum_cost_fleet(canon, None), None, scale=True), relaxed
+
+
+def _keeping_floors(canon: Canon, found: FleetSolution) -> FleetSolution | None:
+    """``found`` (a fleet of ``canon``'s options solved without its replica floors) as
+    ``canon``'s solution when it hosts ``min_replicas`` and every line of it
+    ``line_min_replicas``, else ``None``. Only the binding labels are the floors' own."""
+    index = {key: g for g, key in enumerate(canon.keys)}
+    x = np.zeros(len(canon.keys), dtype=np.int64)
+    for key, units in found.units:
+        x[index[key]] = units
+    if int(np.dot(x, canon.rpu)) < canon.min_replicas:
+        return None
+    used = x > 0
+    if bool(np.any(x[used] < canon.line_units[used])):
+        return None
+    cost_units = float(np.dot(canon.cost, x))
+    return replace(found, binding=diagnose.active_constraints(canon, x, cost_units))
 
 
 def relaxation_savings(

@@ -59,7 +59,7 @@ def test_the_min_replicas_what_if_is_the_cheapest_one_vendor_fleet_without_it() 
     for request in requests():
         candidates = build_candidates(request, seed_snapshot())
         problem = fleet_problem(request, candidates)
-        solution, _ = one_vendor_solve(problem, candidates, request)
+        solution, _, _ = one_vendor_solve(problem, candidates, request)
         assert solution.has_fleet
         singles = cheapest_single_type(problem)
         vendors = scope_vendors(candidates, request)
@@ -74,6 +74,12 @@ def test_the_min_replicas_what_if_is_the_cheapest_one_vendor_fleet_without_it() 
             if alone.status is SolveStatus.OPTIMAL:
                 per_vendor.append(alone.usd_per_hour)
         assert got["min_replicas"] == min(per_vendor)
+        # the policy's own solve prices the floors the same way, and finds the same fleet
+        priced = one_vendor_solve(problem, candidates, request, price_min_replicas=True)
+        assert priced.relaxed == {"min_replicas": got["min_replicas"]}
+        assert priced.solution.usd_per_hour == solution.usd_per_hour
+        assert priced.solution.cards == solution.cards
+        assert priced.solution.binding == solution.binding
         assert got["min_replicas"] <= solution.usd_per_hour + 1e-9
         mixed = relaxed_costs(problem, ("min_replicas",), solution.usd_per_hour)["min_replicas"]
         assert mixed <= got["min_replicas"] + 1e-9

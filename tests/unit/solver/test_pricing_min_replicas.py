@@ -1,0 +1,110 @@
+"""The policy's solve that also prices the replica floors
+(:func:`~service.domain.solver.solve_fleet_pricing_min_replicas`) answers exactly what the two
+solves it stands for answer: :func:`solve_fleet` of the problem, and the ``min_replicas``
+what-if of :func:`relaxed_costs`; and when the cheapest fleet without the floors keeps them, it
+solves once."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from service.domain.solver import (
+    Bucket,
+    FleetOption,
+    FleetProblem,
+    FleetSolution,
+    relaxed_costs,
+    solve_fleet,
+    solve_fleet_pricing_min_replicas,
+    whatif,
+)
+from service.domain.solver.min_cost import minimum_cost_fleet
+from service.domain.solver.prune import Canon
+from tests.unit.solver.test_solver_laws import LAWS, problems
+
+
+def same_solution(got: FleetSolution, want: FleetSolution) -> None:
+    assert got.status is want.status
+    assert got.usd_per_hour == pytest.approx(want.usd_per_hour, rel=1e-12, abs=1e-12)
+    assert got.cards == want.cards
+    assert got.total_replicas == want.total_replicas
+    assert got.binding == want.binding
+    assert got.max_qps_within_budget == want.max_qps_within_budget
+    assert [r.code for r in got.reasons] == [r.code for r in want.reasons]
+
+
+@LAWS
+@given(problems(), st.sampled_from([0, 0, 2, 3]), st.sampled_from([None, 4.0, 40.0]))
+def test_the_fleet_and_the_floors_what_if_are_those_of_the_two_solves(
+    problem: FleetProblem, line_floor: int, budget: float | None
+) -> None:
+    problem = replace(problem, line_min_replicas=line_floor, budget_usd_per_hour=budget)
+    solution, relaxed = solve_fleet_pricing_min_replicas(problem)
+    same_solution(solution, solve_fleet(problem))
+    want = relaxed_costs(problem, ("min_replicas",), infeasible_as_inf=True).get("min_replicas")
+    if want is None:
+        assert relaxed is None
+    else:
+        assert relaxed == pytest.approx(want, rel=1e-12, abs=1e-12) or (
+            math.isinf(want) and relaxed == want
+        )
+
+
+def _option(key: str, usd: float, qps: float) -> FleetOption:
+    return FleetOption(key=key, gpu_id=key, cards_per_unit=1, usd_per_hour=usd, capacity_qps=(qps,))
+
+
+def _counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the cheapest-fleet solves the pricing solve runs."""
+    calls: list[int] = []
+
+    def counting(canon: Canon, gpu_id: str | None) -> FleetSolution:
+        calls.append(1)
+        return minimum_cost_fleet(canon, gpu_id)
+
+    monkeypatch.setattr(whatif, "minimum_cost_fleet", counting)
+    return calls
+
+
+def test_one_solve_when_the_cheapest_fleet_without_the_floors_keeps_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 10 req/s on 2 req/s cards: five cards of the cheaper GPU, as many replicas as the floor
+    problem = FleetProblem(
+        buckets=(Bucket("b0", 10.0),),
+        options=(_option("a", 1.0, 2.0), _option("b", 1.5, 2.0)),
+        min_replicas=5,
+        line_min_replicas=2,
+    )
+    calls = _counted(monkeypatch)
+    solution, relaxed = solve_fleet_pricing_min_replicas(problem)
+    assert len(calls) == 1
+    assert solution.cards == (("a", 5),)
+    assert relaxed == pytest.approx(solution.usd_per_hour)
+    # tight, so named binding as the problem's own solve names it (the floors cost nothing)
+    assert "min_replicas" in solution.binding
+    assert solution.binding == solve_fleet(problem).binding
+
+
+def test_the_problem_is_solved_again_when_the_floors_bind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 1 req/s: one card of "a" carries it; the floors ask for a second one
+    problem = FleetProblem(
+        buckets=(Bucket("b0", 1.0),),
+        options=(_option("a", 1.0, 2.0), _option("b", 1.5, 2.0)),
+        min_replicas=2,
+        line_min_replicas=2,
+    )
+    calls = _counted(monkeypatch)
+    solution, relaxed = solve_fleet_pricing_min_replicas(problem)
+    assert len(calls) == 2
+    assert solution.cards == (("a", 2),)
+    assert relaxed is not None
+    assert relaxed == pytest.approx(1.0)
+    assert solution.usd_per_hour - relaxed == pytest.approx(1.0)  # what the floors cost
