@@ -39,8 +39,9 @@ class ModelArch:
     * MLA (DeepSeek): ``kv_lora_rank`` + ``qk_rope_head_dim`` elements of latent KV per token
       and layer; ``q_lora_rank``, ``qk_nope_head_dim``, ``v_head_dim`` size the projections.
     * ``sliding_window`` tokens on ``sliding_window_layers`` layers (Mistral v0.1, Gemma 2,
-      Llama 4 chunked attention). Recorded; the performance model does not shrink KV for it
-      (see ``service.domain.perfmodel``), which is conservative.
+      Llama 4 chunked attention). The performance model limits those layers' attention reads
+      and compute to the window, and their KV cache too in engines that allocate it so
+      (``EngineProfile.window_kv``, ``service.domain.perfmodel.coefficients``).
     * ``ffn_only_quantized``: the published quantized checkpoint quantizes only the
       feed-forward weights of the inner layers; attention projections and the first and last
       layers stay 16-bit (Meta's Llama 3.1 FP8 release, as the Llama 3 paper's FP8 section

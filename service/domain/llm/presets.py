@@ -195,7 +195,8 @@ _PRESET_LIST: tuple[ModelArch, ...] = (
     # 128 experts top-4 of intermediate 2880, head_dim 64 (q width 4096 != hidden 2880). The
     # published checkpoint stores the experts in MXFP4 (attention, router, embedding and head in
     # BF16). Headline 116.8B total / 5.1B active; the active count leaves out the embedding
-    # table. KV is charged at full length on every layer (see ModelArch.sliding_window).
+    # table. The sliding layers' KV holds the window where the engine allocates it so (see
+    # ModelArch.sliding_window).
     ModelArch(
         id="gpt-oss-120b", name="gpt-oss-120b", params_b=116.8, active_params_b=5.1,
         n_layers=36, hidden_size=2880, n_heads=64, n_kv_heads=8, head_dim=64, ffn_size=2880,
