@@ -41,6 +41,7 @@ from service.domain.solver.problem import FleetProblem, FleetSolution, Reason, S
 from service.domain.solver.prune import (
     Canon,
     Fleet,
+    IntArray,
     Mode,
     canonicalize,
     select,
@@ -62,6 +63,7 @@ def minimum_cost_fleet(
     *,
     cost_only: bool = False,
     known_usd_per_hour: float | None = None,
+    known_fleet: IntArray | None = None,
 ) -> FleetSolution:
     """The cheapest fleet in scope (all options, or ``gpu_id``'s), before the budget check:
     coverage reasons, pruning, the exact path or the MILP (with its tie-break), diagnosis.
@@ -71,7 +73,8 @@ def minimum_cost_fleet(
     infeasible scope is not diagnosed (no reasons; the elastic solves are skipped).
     ``known_usd_per_hour`` (with ``cost_only``): the cost of a fleet known to be feasible in
     this scope, which bounds the MILP's search (see :func:`highs.solve_milp`); the optimum is
-    the same."""
+    the same. ``known_fleet``: units per option of a fleet known to be feasible in this scope
+    (any objective), which bounds the search the same way."""
     reasons = diagnose.coverage_reasons(canon, gpu_id) or diagnose.spread_reasons(canon, gpu_id)
     if reasons:
         return infeasible_solution(reasons)
@@ -96,7 +99,7 @@ def minimum_cost_fleet(
         return fleet_solution(canon, exact, SolveStatus.OPTIMAL)
 
     if sel.type_rows:
-        loose = _within_type_rule_anyway(canon, gpu_id, cost_only, known_usd_per_hour)
+        loose = _within_type_rule_anyway(canon, gpu_id, cost_only, known_usd_per_hour, known_fleet)
         if loose is not None:
             return loose
     # One stage when W * cost stays well inside exact float range, else two stages.
@@ -108,6 +111,11 @@ def minimum_cost_fleet(
     if cost_only and known_usd_per_hour is not None:
         units = usd_in_cost_units(canon, known_usd_per_hour)
         known = units if known is None else min(known, units)
+    if known_fleet is not None:
+        value = float(np.dot(canon.cost, known_fleet))
+        if one_stage:
+            value = value * weight + float(np.dot(canon.tp, known_fleet))
+        known = value if known is None else min(known, value)
     first = solve_milp(model, time_limit_s=canon.time_limit_s, known_value=known)
     if first.outcome is Outcome.INFEASIBLE:
         return infeasible()
@@ -136,7 +144,11 @@ def _least(*values: float | None) -> float | None:
 
 
 def _within_type_rule_anyway(
-    canon: Canon, gpu_id: str | None, cost_only: bool, known_usd_per_hour: float | None
+    canon: Canon,
+    gpu_id: str | None,
+    cost_only: bool,
+    known_usd_per_hour: float | None,
+    known_fleet: IntArray | None,
 ) -> FleetSolution | None:
     """The cheapest fleet without the GPU-type rule (one type, or at most ``max_gpu_types``),
     when it keeps to the rule anyway; ``None`` otherwise (solve with the rule's binaries).
@@ -149,7 +161,11 @@ def _within_type_rule_anyway(
     a two-type limit in about five plans out of six."""
     free = replace(canon, allow_mix=True, max_gpu_types=0)
     found = minimum_cost_fleet(
-        free, gpu_id, cost_only=cost_only, known_usd_per_hour=known_usd_per_hour
+        free,
+        gpu_id,
+        cost_only=cost_only,
+        known_usd_per_hour=known_usd_per_hour,
+        known_fleet=known_fleet,
     )
     limit = canon.max_gpu_types if canon.allow_mix else 1
     if found.status is SolveStatus.OPTIMAL and len(found.cards) <= limit:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -18,13 +19,14 @@ from service.domain.solver import (
     FleetOption,
     FleetProblem,
     FleetSolution,
+    SolveStatus,
     relaxed_costs,
     solve_fleet,
     solve_fleet_pricing_min_replicas,
     whatif,
 )
 from service.domain.solver.min_cost import minimum_cost_fleet
-from service.domain.solver.prune import Canon
+from service.domain.solver.prune import Canon, IntArray, canonicalize
 from tests.unit.solver.test_solver_laws import LAWS, problems
 
 
@@ -63,9 +65,11 @@ def _counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the cheapest-fleet solves the pricing solve runs."""
     calls: list[int] = []
 
-    def counting(canon: Canon, gpu_id: str | None) -> FleetSolution:
+    def counting(
+        canon: Canon, gpu_id: str | None, *, known_fleet: IntArray | None = None
+    ) -> FleetSolution:
         calls.append(1)
-        return minimum_cost_fleet(canon, gpu_id)
+        return minimum_cost_fleet(canon, gpu_id, known_fleet=known_fleet)
 
     monkeypatch.setattr(whatif, "minimum_cost_fleet", counting)
     return calls
@@ -108,3 +112,28 @@ def test_the_problem_is_solved_again_when_the_floors_bind(
     assert relaxed is not None
     assert relaxed == pytest.approx(1.0)
     assert solution.usd_per_hour - relaxed == pytest.approx(1.0)  # what the floors cost
+
+
+@LAWS
+@given(problems(), st.sampled_from([2, 3]))
+def test_the_fleet_raised_to_the_floors_is_feasible_so_no_cheaper_than_the_optimum(
+    problem: FleetProblem, line_floor: int
+) -> None:
+    """The bound handed to the solve with the floors (the fleet without them, each line raised
+    to its floor) keeps the floors and the caps, and costs no less than the optimum."""
+    problem = replace(problem, line_min_replicas=line_floor)
+    canon = canonicalize(problem)
+    loose = replace(
+        canon, min_replicas=0, line_min_replicas=0, line_units=np.zeros_like(canon.line_units)
+    )
+    found = minimum_cost_fleet(loose, None)
+    if found.status is not SolveStatus.OPTIMAL:
+        return
+    raised = whatif._raised_to_floors(canon, whatif._units(canon, found))
+    if raised is None:
+        return
+    assert whatif._keeps_floors(canon, raised)
+    assert bool(np.all(raised <= canon.unit_cap))
+    best = solve_fleet(problem)
+    assert best.has_fleet  # a feasible fleet exists: the raised one
+    assert float(np.dot(canon.usd, raised)) >= best.usd_per_hour - 1e-9
