@@ -75,43 +75,38 @@ def _counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
-def test_one_solve_when_the_cheapest_fleet_without_the_floors_keeps_them(
+@pytest.mark.parametrize(
+    ("demand", "floor", "solves", "cards", "floors_cost"),
+    [
+        # 10 req/s on 2 req/s cards: five cards of the cheaper GPU keep a floor of five
+        # replicas (tight, so named binding as the problem's own solve names it): one solve
+        (10.0, 5, 1, 5, 0.0),
+        # 1 req/s: one card carries it; the floor asks for a second: solved again
+        (1.0, 2, 2, 2, 1.0),
+    ],
+)
+def test_solved_again_only_when_the_cheapest_fleet_without_the_floors_breaks_them(
     monkeypatch: pytest.MonkeyPatch,
+    demand: float,
+    floor: int,
+    solves: int,
+    cards: int,
+    floors_cost: float,
 ) -> None:
-    # 10 req/s on 2 req/s cards: five cards of the cheaper GPU, as many replicas as the floor
     problem = FleetProblem(
-        buckets=(Bucket("b0", 10.0),),
+        buckets=(Bucket("b0", demand),),
         options=(_option("a", 1.0, 2.0), _option("b", 1.5, 2.0)),
-        min_replicas=5,
+        min_replicas=floor,
         line_min_replicas=2,
     )
     calls = _counted(monkeypatch)
     solution, relaxed = solve_fleet_pricing_min_replicas(problem)
-    assert len(calls) == 1
-    assert solution.cards == (("a", 5),)
-    assert relaxed == pytest.approx(solution.usd_per_hour)
-    # tight, so named binding as the problem's own solve names it (the floors cost nothing)
+    assert len(calls) == solves
+    assert solution.cards == (("a", cards),)
+    assert relaxed is not None
+    assert solution.usd_per_hour - relaxed == pytest.approx(floors_cost)
     assert "min_replicas" in solution.binding
     assert solution.binding == solve_fleet(problem).binding
-
-
-def test_the_problem_is_solved_again_when_the_floors_bind(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # 1 req/s: one card of "a" carries it; the floors ask for a second one
-    problem = FleetProblem(
-        buckets=(Bucket("b0", 1.0),),
-        options=(_option("a", 1.0, 2.0), _option("b", 1.5, 2.0)),
-        min_replicas=2,
-        line_min_replicas=2,
-    )
-    calls = _counted(monkeypatch)
-    solution, relaxed = solve_fleet_pricing_min_replicas(problem)
-    assert len(calls) == 2
-    assert solution.cards == (("a", 2),)
-    assert relaxed is not None
-    assert relaxed == pytest.approx(1.0)
-    assert solution.usd_per_hour - relaxed == pytest.approx(1.0)  # what the floors cost
 
 
 @LAWS
