@@ -305,8 +305,8 @@ def main() -> None:
     print(
         "Each step timed alone with the planner's building blocks, in the order `plan` runs "
         "them. A plan hands the single-type solves and the what-ifs to a helper process "
-        "beside its policy solve, so the main thread's steps are the least a plan can take "
-        "on this machine.\n"
+        "beside its policy solve (which prices the replica floors itself), so the main "
+        "thread's steps are the least a plan can take on this machine.\n"
     )
     print("| step | thread | p50 ms | p90 ms |")
     print("| --- | --- | ---: | ---: |")
