@@ -47,17 +47,20 @@ REQUIRED = [
     "glm-4.5-air",
     "glm-4.6",
     "deepseek-v3.2",
+    "nemotron-3-nano-30b-a3b",
 ]
 
 # What the publisher's headline *active* count leaves out, where it is not the full per-token
 # count of ParamCounts.active. Read off the numbers: gpt-oss's 5.1B / 3.6B match the count
 # without the input embedding table to within 1 % (with it: 5.71B / 4.19B); GLM's 12B / 32B
-# match the count without embedding and output head (with them: 13.4B / 33.6B).
+# match the count without embedding and output head (with them: 13.4B / 33.6B). Nemotron 3
+# Nano's 3.2B active is the count without the input embedding ("3.6B including embeddings").
 ACTIVE_HEADLINE_LEAVES_OUT: dict[str, tuple[str, ...]] = {
     "gpt-oss-120b": ("embedding",),
     "gpt-oss-20b": ("embedding",),
     "glm-4.5-air": ("embedding", "lm_head"),
     "glm-4.6": ("embedding", "lm_head"),
+    "nemotron-3-nano-30b-a3b": ("embedding",),
 }
 
 
@@ -91,6 +94,7 @@ def test_active_headline_conventions_are_needed() -> None:
         ("qwen3-32b", 32.8, 32.8),
         ("gpt-oss-120b", 116.8, 5.1),
         ("gpt-oss-20b", 20.9, 3.6),
+        ("nemotron-3-nano-30b-a3b", 31.6, 3.2),
     ],
 )
 def test_new_presets_match_published_counts_closely(
@@ -128,6 +132,21 @@ def test_moe_layer_layouts() -> None:
     assert PRESETS["gpt-oss-120b"].n_moe_layers == 36  # every layer
     assert PRESETS["gpt-oss-20b"].n_moe_layers == 24
     assert PRESETS["qwen3-32b"].n_moe_layers == 0
+
+
+def test_hybrid_layer_layout() -> None:
+    """Nemotron 3 Nano's 52 residual blocks: 23 Mamba-2, 23 MoE, 6 attention (its
+    hybrid_override_pattern), and the 3.6B "including embeddings" of its report."""
+    arch = PRESETS["nemotron-3-nano-30b-a3b"]
+    pattern = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"
+    assert arch.ssm_layers == pattern.count("M") == 23
+    assert arch.n_moe_layers == pattern.count("E") == 23
+    assert arch.n_attention_layers == pattern.count("*") == 6
+    assert arch.n_sublayers == len(pattern) == 52
+    assert param_counts(arch).active / 1e9 == pytest.approx(3.6, rel=0.01)
+    # an ordinary transformer: every layer has attention, two residual blocks each
+    llama = PRESETS["llama-3.1-8b"]
+    assert (llama.n_attention_layers, llama.ssm_layers, llama.n_sublayers) == (32, 0, 64)
 
 
 def test_gpt_oss_sliding_window_layers_recorded() -> None:
@@ -387,6 +406,76 @@ def test_hf_mla_deepseek_v3() -> None:
     assert a.active_params_b == pytest.approx(37, rel=0.03)
 
 
+# huggingface.co/nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16/config.json (the fields read)
+NEMOTRON_3_NANO = {
+    "_name_or_path": "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+    "model_type": "nemotron_h",
+    "num_hidden_layers": 52,
+    "hidden_size": 2688,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 2,
+    "head_dim": 128,
+    "intermediate_size": 1856,
+    "vocab_size": 131072,
+    "max_position_embeddings": 262144,
+    "tie_word_embeddings": False,
+    "mlp_hidden_act": "relu2",
+    "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+    "mamba_num_heads": 64,
+    "mamba_head_dim": 64,
+    "ssm_state_size": 128,
+    "n_groups": 8,
+    "conv_kernel": 4,
+    "chunk_size": 128,
+    "mamba_ssm_cache_dtype": "float32",
+    "n_routed_experts": 128,
+    "num_experts_per_tok": 6,
+    "n_shared_experts": 1,
+    "moe_intermediate_size": 1856,
+    "moe_shared_expert_intermediate_size": 3712,
+}
+_NEMOTRON_KINDS = {"M": "mamba", "*": "attention", "E": "moe", "-": "mlp"}
+
+
+def _shape_fields(arch: object) -> dict[str, object]:
+    skip = {"id", "name", "params_b", "active_params_b", "source"}
+    return {
+        f.name: getattr(arch, f.name)
+        for f in dataclasses.fields(arch)  # type: ignore[arg-type]
+        if f.name not in skip and not f.name.startswith("_")
+    }
+
+
+def test_hf_nemotron_h_reads_as_the_preset() -> None:
+    r = resolve_model({"hf_config": NEMOTRON_3_NANO})
+    assert _shape_fields(r.arch) == _shape_fields(PRESETS["nemotron-3-nano-30b-a3b"])
+    assert r.arch.params_b == pytest.approx(31.6, rel=0.01)
+    assert any("23 Mamba-2, 6 attention, 23 MLP/MoE" in n for n in r.assumptions)
+    # the same layers listed by name (newer configs) read the same
+    listed = {k: v for k, v in NEMOTRON_3_NANO.items() if k != "hybrid_override_pattern"}
+    pattern = str(NEMOTRON_3_NANO["hybrid_override_pattern"])
+    listed["layers_block_type"] = [_NEMOTRON_KINDS[c] for c in pattern]
+    assert _shape_fields(resolve_model({"hf_config": listed}).arch) == _shape_fields(r.arch)
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"hybrid_override_pattern": "MEMX*E"}, "hf_config.hybrid_override_pattern"),
+        ({"hybrid_override_pattern": "ME*E"}, "hf_config.num_hidden_layers"),
+        ({"hybrid_override_pattern": "M*" * 26}, "hf_config.num_hidden_layers"),
+        ({"layers_block_type": ["mamba", "conv"] * 26, "hybrid_override_pattern": None},
+         "hf_config.layers_block_type"),
+        ({"mamba_num_heads": None}, "hf_config.mamba_num_heads"),
+        ({"mamba_num_heads": 60}, "hf_config.n_groups"),
+    ],
+)  # fmt: skip
+def test_hf_bad_hybrid_layouts_name_the_field(change: dict[str, object], field: str) -> None:
+    with pytest.raises(InvalidInput) as err:
+        resolve_model({"hf_config": {**NEMOTRON_3_NANO, **change}})
+    assert err.value.field == field
+
+
 def test_hf_llama4_text_config_nesting() -> None:
     cfg = {
         "model_type": "llama4",
@@ -484,6 +573,18 @@ HF_READ_BY = {  # keys read only for some families
     "intermediate_size_mlp": {**MIXTRAL_8X7B, "model_type": "llama4_text"},
     "interleave_moe_layer_step": {**MIXTRAL_8X7B, "model_type": "llama4_text"},
     "decoder_sparse_step": {**MIXTRAL_8X7B, "model_type": "qwen3_moe"},
+    **dict.fromkeys(
+        (
+            "mamba_num_heads",
+            "mamba_head_dim",
+            "ssm_state_size",
+            "n_groups",
+            "conv_kernel",
+            "chunk_size",
+            "moe_shared_expert_intermediate_size",
+        ),
+        NEMOTRON_3_NANO,
+    ),
 }
 
 

@@ -46,6 +46,16 @@ class ModelArch:
       feed-forward weights of the inner layers; attention projections and the first and last
       layers stay 16-bit (Meta's Llama 3.1 FP8 release, as the Llama 3 paper's FP8 section
       describes). With weights under 16 bits, those parts are stored and multiplied in 16-bit.
+    * Hybrid state-space models (NVIDIA Nemotron-H: Mamba-2, attention and MoE layers, each its
+      own residual block): ``n_layers`` counts the MLP/MoE blocks, ``attention_layers`` the
+      blocks with attention (``None``: every one of ``n_layers``, an ordinary transformer) and
+      ``ssm_layers`` the Mamba-2 mixers, of ``ssm_heads`` heads of ``ssm_head_dim`` channels
+      with a ``ssm_state_size`` state each, ``ssm_groups`` groups of B/C projections, a
+      causal convolution of ``ssm_conv_kernel`` taps and prompts scanned in chunks of
+      ``ssm_chunk_size`` tokens (0: Mamba-2's default, 256). Such a layer keeps a fixed-size
+      state per sequence instead of a KV cache: ``ssm_state_elements`` recurrent plus
+      ``ssm_conv_elements`` convolution elements, the recurrent one in fp32 when
+      ``ssm_state_fp32`` (the checkpoint's ``mamba_ssm_cache_dtype``, which vLLM honours).
     """
 
     id: str
@@ -78,6 +88,15 @@ class ModelArch:
     sliding_window: int = 0
     sliding_window_layers: int = 0
     ffn_only_quantized: bool = False
+    attention_layers: int | None = None
+    ssm_layers: int = 0
+    ssm_heads: int = 0
+    ssm_head_dim: int = 0
+    ssm_state_size: int = 0
+    ssm_groups: int = 0
+    ssm_conv_kernel: int = 0
+    ssm_chunk_size: int = 0
+    ssm_state_fp32: bool = False
     source: str = field(default="", compare=False)
     _hash: int = field(init=False, repr=False, compare=False, hash=False)
 
@@ -105,6 +124,39 @@ class ModelArch:
         return self.n_layers - self.n_moe_layers
 
     @property
+    def n_attention_layers(self) -> int:
+        """Number of layers with attention (and a KV cache)."""
+        return self.n_layers if self.attention_layers is None else self.attention_layers
+
+    @property
+    def n_sublayers(self) -> int:
+        """Residual blocks: each attention, Mamba-2 mixer and MLP/MoE block ends in a residual
+        add (and, under tensor parallelism, an all-reduce); ``2 n_layers`` for a transformer."""
+        return self.n_attention_layers + self.ssm_layers + self.n_layers
+
+    @property
+    def ssm_inner(self) -> int:
+        """Channels of one Mamba-2 mixer (``ssm_heads * ssm_head_dim``)."""
+        return self.ssm_heads * self.ssm_head_dim
+
+    @property
+    def ssm_chunk(self) -> int:
+        """Tokens per chunk of the Mamba-2 scan (``ssm_chunk_size``, 256 when unset)."""
+        return self.ssm_chunk_size or 256
+
+    @property
+    def ssm_state_elements(self) -> int:
+        """Recurrent state elements of one sequence in one Mamba-2 layer (``h * p * n``)."""
+        return self.ssm_heads * self.ssm_head_dim * self.ssm_state_size
+
+    @property
+    def ssm_conv_elements(self) -> int:
+        """Convolution state elements of one sequence in one Mamba-2 layer: the last
+        ``conv_kernel - 1`` inputs of the convolved channels (x, B and C)."""
+        conv_dim = self.ssm_inner + 2 * self.ssm_groups * self.ssm_state_size
+        return conv_dim * max(self.ssm_conv_kernel - 1, 0)
+
+    @property
     def kv_elements_per_token_layer(self) -> int:
         """KV-cache elements stored per token per layer, before tensor-parallel sharding.
 
@@ -120,8 +172,9 @@ class ModelArch:
 class ParamCounts:
     """Parameter counts (plain counts, not billions) split the way serving reads them.
 
-    ``body`` holds every matrix multiplied per token except the LM head (attention, dense MLPs,
-    routers, shared experts) excluding routed experts; ``experts_total``/``experts_active`` are the
+    ``body`` holds every matrix multiplied per token except the LM head (attention, Mamba-2
+    mixers, dense MLPs, routers, shared experts) excluding routed experts; ``ssm`` the mixers'
+    share of it; ``experts_total``/``experts_active`` are the
     routed experts, all of them / top-k per token. ``embedding`` is the input table (gathered,
     not multiplied); ``lm_head`` the output projection (the same tensor when tied, counted once in
     ``total``).
@@ -135,6 +188,7 @@ class ParamCounts:
     body: float
     experts_total: float
     experts_active: float
+    ssm: float = 0.0
 
 
 def _attention_params(a: ModelArch) -> float:
@@ -157,27 +211,41 @@ def _attention_params(a: ModelArch) -> float:
     return float(q + kv + o)
 
 
+def _ssm_params(a: ModelArch) -> float:
+    """Mamba-2 mixer parameters of one layer: the input projection to x, z, B, C and the
+    per-head step (``d (2 inner + 2 g n + h)``), the depthwise convolution over x, B and C, the
+    output projection (``inner d``); per-head A, D and step bias (``3 h``)."""
+    d, inner = a.hidden_size, a.ssm_inner
+    bc = 2 * a.ssm_groups * a.ssm_state_size
+    in_proj = d * (2 * inner + bc + a.ssm_heads)
+    conv = (inner + bc) * a.ssm_conv_kernel
+    return float(in_proj + conv + inner * d + 3 * a.ssm_heads)
+
+
 @lru_cache(maxsize=512)
 def param_counts(a: ModelArch) -> ParamCounts:
     """Compute parameter counts from the architecture (norm weights and biases ignored: < 0.1 %).
 
-    Dense MLP: ``3 * d * ffn`` (gated) or ``2 * d * ffn``. Expert: ``3 * d * moe_ffn``. Router:
-    ``d * n_experts`` per MoE layer. Embedding ``vocab * d``; LM head the same unless tied.
+    Dense MLP: ``3 * d * ffn`` (gated) or ``2 * d * ffn``. Expert: ``3 * d * moe_ffn`` (2 for
+    a plain MLP: Nemotron-H's squared-ReLU experts). Router: ``d * n_experts`` per MoE layer.
+    Attention on ``n_attention_layers``, Mamba-2 mixers (:func:`_ssm_params`) on
+    ``ssm_layers``. Embedding ``vocab * d``; LM head the same unless tied.
     """
     d = a.hidden_size
     mlp_mats = 3 if a.gated_mlp else 2
-    attn = _attention_params(a) * a.n_layers
+    attn = _attention_params(a) * a.n_attention_layers
+    ssm = _ssm_params(a) * a.ssm_layers if a.ssm_layers else 0.0
     dense_mlp = float(mlp_mats * d * a.ffn_size * a.n_dense_layers)
     n_moe = a.n_moe_layers
-    expert = 3.0 * d * a.moe_ffn_size
+    expert = float(mlp_mats) * d * a.moe_ffn_size
     shared_ffn = a.shared_expert_ffn_size or a.moe_ffn_size
-    shared = float(3 * d * shared_ffn * a.n_shared_experts * n_moe)
+    shared = float(mlp_mats * d * shared_ffn * a.n_shared_experts * n_moe)
     router = float(d * a.n_experts * n_moe)
     experts_total = expert * a.n_experts * n_moe
     experts_active = expert * a.experts_per_token * n_moe
     embedding = float(a.vocab_size * d)
     lm_head = embedding
-    body = attn + dense_mlp + shared + router
+    body = attn + ssm + dense_mlp + shared + router
     head_extra = 0.0 if a.tie_embeddings else lm_head
     total = body + experts_total + embedding + head_extra
     active = body + experts_active + embedding + head_extra
@@ -190,6 +258,7 @@ def param_counts(a: ModelArch) -> ParamCounts:
         body=body,
         experts_total=experts_total,
         experts_active=experts_active,
+        ssm=ssm,
     )
 
 
@@ -221,9 +290,39 @@ def check_arch(a: ModelArch, *, prefix: str) -> None:
         raise InvalidInput(
             "MLA needs kv_lora_rank and qk_rope_head_dim", field=f"{prefix}kv_lora_rank"
         )
+    _check_hybrid(a, prefix)
     if a.n_layers > 1000:
         raise InvalidInput(f"n_layers {a.n_layers} is implausible", field=f"{prefix}n_layers")
     if a.hidden_size > 262144:
         raise InvalidInput(
             f"hidden_size {a.hidden_size} is implausible", field=f"{prefix}hidden_size"
+        )
+
+
+def _check_hybrid(a: ModelArch, prefix: str) -> None:
+    """Attention and Mamba-2 layer counts and shapes of a hybrid model."""
+    if a.attention_layers is not None and not 0 <= a.attention_layers <= 1000:
+        raise InvalidInput(
+            f"attention_layers {a.attention_layers} must be in 0..1000",
+            field=f"{prefix}attention_layers",
+        )
+    if a.ssm_layers < 0 or a.ssm_layers > 1000:
+        raise InvalidInput(
+            f"ssm_layers {a.ssm_layers} must be in 0..1000", field=f"{prefix}ssm_layers"
+        )
+    if a.n_attention_layers == 0 and a.ssm_layers == 0:
+        raise InvalidInput(
+            "a model needs attention or Mamba-2 layers", field=f"{prefix}attention_layers"
+        )
+    if not a.ssm_layers:
+        return
+    for name in ("ssm_heads", "ssm_head_dim", "ssm_state_size", "ssm_groups", "ssm_conv_kernel"):
+        if getattr(a, name) <= 0:
+            raise InvalidInput(
+                f"{name} must be positive with ssm_layers {a.ssm_layers}", field=f"{prefix}{name}"
+            )
+    if a.ssm_heads % a.ssm_groups:
+        raise InvalidInput(
+            f"ssm_heads {a.ssm_heads} is not a multiple of ssm_groups {a.ssm_groups}",
+            field=f"{prefix}ssm_groups",
         )

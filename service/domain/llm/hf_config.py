@@ -1,11 +1,13 @@
 """Read a Hugging Face ``config.json`` pasted as-is into a :class:`ModelArch`.
 
 Families understood (``model_type``): Llama, Mistral, Mixtral, Qwen2/Qwen2-MoE/Qwen3/Qwen3-MoE,
-Gemma/Gemma 2/Gemma 3, GPT-J, GPT-NeoX, Falcon (RefinedWeb), DeepSeek-V2/V3 (MLA) and Llama 4
-(``text_config`` nesting of the multimodal wrapper). Each field is read from the first present
-spelling among the families' names for it (``num_hidden_layers``/``n_layer``/...); an unknown
-``model_type`` is read as a SwiGLU model with untied embeddings, and said so. Parameter counts
-are computed from the shapes.
+Gemma/Gemma 2/Gemma 3, GPT-J, GPT-NeoX, Falcon (RefinedWeb), DeepSeek-V2/V3 (MLA), Llama 4
+(``text_config`` nesting of the multimodal wrapper) and NVIDIA Nemotron-H (hybrid Mamba-2,
+attention and MLP or MoE layers, laid out by ``hybrid_override_pattern`` or
+``layers_block_type``). Each field is read from the first present spelling among the
+families' names for it (``num_hidden_layers``/``n_layer``/...); an unknown ``model_type``
+is read as a SwiGLU model with untied embeddings, and said so. Parameter counts are computed
+from the shapes.
 
 Every number is validated on the way in: a missing required field, a non-number, a
 non-positive count or one above its bound in ``HF_LIMITS`` raises :class:`InvalidInput`
@@ -50,6 +52,10 @@ HF_LIMITS: dict[str, int] = {
             "intermediate_size_mlp",
             "moe_intermediate_size",
             "shared_expert_intermediate_size",
+            "moe_shared_expert_intermediate_size",
+            "mamba_head_dim",
+            "ssm_state_size",
+            "conv_kernel",
             "head_dim",
             "kv_lora_rank",
             "q_lora_rank",
@@ -67,6 +73,8 @@ HF_LIMITS: dict[str, int] = {
             "num_key_value_heads",
             "num_kv_heads",
             "n_head_kv",
+            "mamba_num_heads",
+            "n_groups",
         ),
         _HEADS,
     ),
@@ -92,6 +100,7 @@ HF_LIMITS: dict[str, int] = {
             "max_seq_len",
             "sliding_window",
             "attention_chunk_size",
+            "chunk_size",
         ),
         _TOKENS,
     ),
@@ -118,6 +127,7 @@ _HF_FAMILIES: dict[str, tuple[bool, bool]] = {
     "deepseek_v3": (True, False),
     "gptj": (False, False),
     "gpt_neox": (False, False),
+    "nemotron_h": (False, False),
     "falcon": (False, True),
     "RefinedWeb": (False, True),
     "RefinedWebModel": (False, True),
@@ -136,6 +146,27 @@ class _Mlp:
     shared_ffn: int = 0
     first_dense: int = 0
     step: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Hybrid:
+    """Layer counts and Mamba-2 shapes of a hybrid config (see :class:`ModelArch`)."""
+
+    mlp_layers: int
+    attention_layers: int
+    ssm_layers: int
+    heads: int
+    head_dim: int
+    state: int
+    groups: int
+    conv: int
+    chunk: int
+    fp32_state: bool
+
+
+# Nemotron-H layer kinds: hybrid_override_pattern letters and layers_block_type names
+_PATTERN_KINDS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+_BLOCK_KINDS = {"mamba": "mamba", "attention": "attention", "mlp": "mlp", "moe": "moe"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +279,7 @@ def _experts(
         n_shared = 1
         step = _first_int(cfg, ("interleave_moe_layer_step",)) or 1
     n_shared = _first_int(cfg, ("n_shared_experts", "num_shared_experts")) or n_shared
-    sh = _first_int(cfg, ("shared_expert_intermediate_size",))
+    sh = _first_int(cfg, ("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size"))
     if sh:
         n_shared = max(n_shared, 1)
         shared_ffn = sh
@@ -327,6 +358,84 @@ def _window(cfg: Mapping[str, Any], mtype: str, layers: int) -> tuple[int, int]:
     return window, window_layers
 
 
+def _layer_kinds(cfg: Mapping[str, Any], layers: int) -> list[str] | None:
+    """Kind of each layer of a Nemotron-H config (``None``: not a hybrid config)."""
+    pattern = cfg.get("hybrid_override_pattern")
+    blocks = cfg.get("layers_block_type")
+    if isinstance(pattern, str) and pattern:
+        unknown = sorted({c for c in pattern if c not in _PATTERN_KINDS})
+        if unknown:
+            raise InvalidInput(
+                f"hybrid_override_pattern has layer kinds {''.join(unknown)!r}; known: M "
+                "(Mamba-2), * (attention), - (MLP), E (MoE)",
+                field=f"{_PREFIX}hybrid_override_pattern",
+            )
+        kinds = [_PATTERN_KINDS[c] for c in pattern]
+    elif isinstance(blocks, list) and blocks:
+        names = [str(b) for b in blocks]
+        unknown = sorted({b for b in names if b not in _BLOCK_KINDS})
+        if unknown:
+            raise InvalidInput(
+                f"layers_block_type has layer kinds {', '.join(unknown)}; known: "
+                f"{', '.join(_BLOCK_KINDS)}",
+                field=f"{_PREFIX}layers_block_type",
+            )
+        kinds = [_BLOCK_KINDS[b] for b in names]
+    else:
+        return None
+    if len(kinds) != layers:
+        raise InvalidInput(
+            f"the hybrid layer pattern names {len(kinds)} layers, num_hidden_layers {layers}",
+            field=f"{_PREFIX}num_hidden_layers",
+        )
+    return kinds
+
+
+def _hybrid(cfg: Mapping[str, Any], layers: int, notes: list[str]) -> _Hybrid | None:
+    """Layer counts and Mamba-2 shapes of a Nemotron-H config (``None`` for other configs).
+
+    Each of its layers is one residual block: a Mamba-2 mixer, attention, a dense MLP or an
+    MoE block. Where dense and MoE blocks both occur, all MLP blocks are read as the config's
+    kind (MoE when it has experts), and said so."""
+    kinds = _layer_kinds(cfg, layers)
+    if kinds is None:
+        return None
+    mlp_layers = kinds.count("mlp") + kinds.count("moe")
+    if kinds.count("mlp") and kinds.count("moe"):
+        notes.append(
+            f"{kinds.count('mlp')} dense MLP blocks beside {kinds.count('moe')} MoE blocks: "
+            "all read as MoE"
+        )
+    ssm_layers = kinds.count("mamba")
+    if not mlp_layers:
+        raise InvalidInput(
+            "the hybrid layer pattern has no MLP or MoE block", field=f"{_PREFIX}num_hidden_layers"
+        )
+    if ssm_layers:
+        heads = _required_int(cfg, ("mamba_num_heads",))
+        head_dim = _required_int(cfg, ("mamba_head_dim",))
+        state = _required_int(cfg, ("ssm_state_size",))
+        groups = _first_int(cfg, ("n_groups",)) or 1
+        conv = _first_int(cfg, ("conv_kernel",)) or 4
+        chunk = _first_int(cfg, ("chunk_size",)) or 0
+        if heads % groups:
+            raise InvalidInput(
+                f"mamba_num_heads {heads} is not a multiple of n_groups {groups}",
+                field=f"{_PREFIX}n_groups",
+            )
+    else:
+        heads = head_dim = state = groups = conv = chunk = 0
+    fp32 = str(cfg.get("mamba_ssm_cache_dtype", "")).lower() in ("float32", "fp32")
+    notes.append(
+        f"hybrid layers: {ssm_layers} Mamba-2, {kinds.count('attention')} attention, "
+        f"{mlp_layers} MLP/MoE blocks"
+    )
+    return _Hybrid(
+        mlp_layers, kinds.count("attention"), ssm_layers, heads, head_dim, state, groups, conv,
+        chunk, fp32,
+    )  # fmt: skip
+
+
 def _with_counts(arch: ModelArch, notes: list[str]) -> ModelArch:
     """``arch`` with ``params_b``/``active_params_b`` computed from its shapes (3 decimals)."""
     pc = param_counts(arch)
@@ -365,6 +474,9 @@ def hf_arch(raw: object) -> tuple[ModelArch, tuple[str, ...]]:
     if mla.kv_lora:
         attention = "mla"
         head_dim = mla.v_dim
+    hybrid = _hybrid(cfg, layers, notes)
+    if hybrid is not None:
+        layers = hybrid.mlp_layers
     window, window_layers = _window(cfg, mtype, layers)
     ident, name = _identity(raw, mtype)
     arch = ModelArch(
@@ -399,5 +511,18 @@ def hf_arch(raw: object) -> tuple[ModelArch, tuple[str, ...]]:
         sliding_window_layers=window_layers,
         source="hf_config",
     )
+    if hybrid is not None:
+        arch = replace(
+            arch,
+            attention_layers=hybrid.attention_layers,
+            ssm_layers=hybrid.ssm_layers,
+            ssm_heads=hybrid.heads,
+            ssm_head_dim=hybrid.head_dim,
+            ssm_state_size=hybrid.state,
+            ssm_groups=hybrid.groups,
+            ssm_conv_kernel=hybrid.conv,
+            ssm_chunk_size=hybrid.chunk,
+            ssm_state_fp32=hybrid.fp32_state,
+        )
     check_arch(arch, prefix=_PREFIX)
     return _with_counts(arch, notes), tuple(notes)

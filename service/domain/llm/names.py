@@ -51,6 +51,9 @@ ALIASES: dict[str, str] = {
     "gptj-6b": "gpt-j-6b",
     "falcon-180b-chat": "falcon-180b",
     "gemma2-27b": "gemma-2-27b",
+    "nvidia-nemotron-3-nano-30b-a3b": "nemotron-3-nano-30b-a3b",
+    "nemotron-3-nano-30b": "nemotron-3-nano-30b-a3b",
+    "nemotron-3-nano": "nemotron-3-nano-30b-a3b",
 }
 
 # Published checkpoints whose quantization differs from what their format usually covers,

@@ -267,6 +267,24 @@ _PRESET_LIST: tuple[ModelArch, ...] = (
         _DEEPSEEK_V3, id="deepseek-v3.2", name="DeepSeek-V3.2",
         source="hf:deepseek-ai/DeepSeek-V3.2/config.json",
     ),
+    # huggingface.co/nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16/config.json (NemotronH: 52
+    # layers, hybrid_override_pattern "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME":
+    # 23 Mamba-2 mixers (M), 23 MoE blocks (E), 6 GQA attention layers (*), each its own
+    # residual block; mamba_num_heads 64 x mamba_head_dim 64, ssm_state_size 128, n_groups 8,
+    # conv_kernel 4, chunk_size 128, mamba_ssm_cache_dtype float32; 128 routed experts top-6
+    # of 1856 plus one shared expert of 3712, squared-ReLU MLPs (two matrices); no positional
+    # embedding, untied head). Headline 31.6B total, 3.2B active per token (3.6B with the
+    # embedding table): NVIDIA's Nemotron 3 Nano technical report (arXiv 2512.20848).
+    ModelArch(
+        id="nemotron-3-nano-30b-a3b", name="Nemotron 3 Nano 30B-A3B", params_b=31.6,
+        active_params_b=3.2, n_layers=23, hidden_size=2688, n_heads=32, n_kv_heads=2,
+        head_dim=128, ffn_size=1856, vocab_size=131072, max_context=262144, gated_mlp=False,
+        n_experts=128, experts_per_token=6, n_shared_experts=1, moe_ffn_size=1856,
+        shared_expert_ffn_size=3712, attention_layers=6, ssm_layers=23, ssm_heads=64,
+        ssm_head_dim=64, ssm_state_size=128, ssm_groups=8, ssm_conv_kernel=4,
+        ssm_chunk_size=128, ssm_state_fp32=True,
+        source="hf:nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16/config.json",
+    ),
 )  # fmt: skip
 
 PRESETS: dict[str, ModelArch] = {m.id: m for m in _PRESET_LIST}
