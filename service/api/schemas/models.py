@@ -88,7 +88,23 @@ class ModelOut(WireOut, kw_only=True):
     params_b: float
     active_params_b: float
     computed_params_b: float
-    n_layers: int
+    n_layers: Annotated[
+        int,
+        Meta(
+            description="Layers with an MLP or MoE block: every layer of a transformer; of a "
+            "hybrid model (Nemotron-H), its MLP/MoE blocks."
+        ),
+    ]
+    attention_layers: Annotated[
+        int, Meta(description="Layers with attention, the ones that hold a KV cache.")
+    ]
+    ssm_layers: Annotated[
+        int,
+        Meta(
+            description="Mamba-2 (state-space) layers of a hybrid model: each holds a fixed "
+            "state per sequence instead of a KV cache; 0 for a transformer."
+        ),
+    ]
     hidden_size: int
     n_heads: int
     n_kv_heads: int
@@ -126,6 +142,8 @@ class ModelOut(WireOut, kw_only=True):
             active_params_b=arch.active_params_b,
             computed_params_b=round(counts.total / 1e9, 3),
             n_layers=arch.n_layers,
+            attention_layers=arch.n_attention_layers,
+            ssm_layers=arch.ssm_layers,
             hidden_size=arch.hidden_size,
             n_heads=arch.n_heads,
             n_kv_heads=arch.n_kv_heads,

@@ -7,6 +7,7 @@ does not depend on the load, derived once and memoised as a :class:`Setup`.
    formats on the card, the scale-up link) and which fitted constants apply;
 2. ``_weights``: weight bytes per card and per replica;
 3. ``_kv_token_bytes``: KV-cache bytes per token per card (full-context and window layers);
+   ``_ssm_state_bytes``: bytes per card of one sequence's Mamba-2 state (hybrid models);
 4. ``_activations``: activation/workspace bytes, per budget token and fixed;
 5. ``_rates``: achieved memory bandwidth and GEMM/attention throughput;
 6. ``_attention_flops``: attention FLOPs per context token (decode) and per prompt token and
@@ -25,6 +26,13 @@ The formulas these coefficients feed are in ``iteration`` (time of one engine it
   ``t > n_kv``), or for MLA ``n_l (kv_lora_rank + qk_rope_head_dim) b_kv`` on every rank
   (replicated, as vLLM/SGLang/TensorRT-LLM do without attention DP); under attention DP each
   rank holds whole-model KV for its own sequences (``/ t``).
+* Mamba-2 state per sequence (hybrid models, ``ModelArch.ssm_layers``): ``n_ssm (h p n b_s +
+  conv_dim (k - 1) b_a) / t`` (heads and groups split across ranks; ``b_s`` 4 bytes when the
+  checkpoint keeps the state fp32). It does not grow with the context; each iteration reads
+  and writes it once per running sequence (``state_seq_s``), and the chunked scan of a prompt
+  (SSD, the Mamba-2 paper's algorithm) costs ``2 (g Q n + h (Q p + 2 n p))`` FLOPs per token
+  and layer at the 16-bit rate (``Q`` the chunk size), beside the mixer's projections, which
+  are GEMMs like any other body weight.
 
 Time to first token has no fitted lump: it is queueing (``queueing``) plus the prefill
 iteration(s) (``iteration``) plus ``ttft_oh_s``, the request handling outside the GPU iterations
@@ -112,6 +120,7 @@ class Setup:
     kv_fraction_of_free: bool
     kv_token_b: float
     kv_win_b: float
+    state_seq_b: float
     window: int
     w_dense_s: float
     w_exp_s: float
@@ -124,6 +133,7 @@ class Setup:
     attn_dec_ctx_s: float
     attn_pf_s: float
     kv_win_ctx_s: float
+    state_seq_s: float
     attn_dec_win_s: float
     attn_pf_win_s: float
     n_coll: int
@@ -193,6 +203,13 @@ def _tp_reject(model: ModelArch, dep: Deployment) -> str:
         )
     if model.n_heads % t:
         return f"tensor parallel {t} does not divide {model.id}'s {model.n_heads} attention heads"
+    if model.ssm_layers and model.ssm_heads % t:
+        return f"tensor parallel {t} does not divide {model.id}'s {model.ssm_heads} Mamba-2 heads"
+    if model.ssm_layers and model.ssm_groups % t and model.ssm_groups != 1:
+        return (
+            f"tensor parallel {t} does not split {model.id}'s {model.ssm_groups} Mamba-2 groups "
+            "evenly"
+        )
     if model.attention != "mla":
         kv = model.n_kv_heads
         if (t <= kv and kv % t) or (t > kv and t % kv):
@@ -287,7 +304,7 @@ def window_layers(model: ModelArch) -> int:
     """Layers whose attention is limited to ``model.sliding_window`` tokens (0 if none)."""
     if model.sliding_window <= 0:
         return 0
-    return min(max(model.sliding_window_layers, 0), model.n_layers)
+    return min(max(model.sliding_window_layers, 0), model.n_attention_layers)
 
 
 def _kv_token_bytes(
@@ -300,7 +317,7 @@ def _kv_token_bytes(
     shard = t if dp else shard_tp
     per_layer = model.kv_elements_per_token_layer * (kv_b if kv_b > 0 else 2.0) / shard
     n_w = window_layers(model)
-    kv_full, kv_win = (model.n_layers - n_w) * per_layer, n_w * per_layer
+    kv_full, kv_win = (model.n_attention_layers - n_w) * per_layer, n_w * per_layer
     if model.attention == "mla" and t > 1 and not dp:
         notes.append("MLA latent KV cache replicated on every tensor-parallel rank")
     elif model.attention != "mla" and t > model.n_kv_heads and not dp:
@@ -309,6 +326,30 @@ def _kv_token_bytes(
             f"{t // model.n_kv_heads}x"
         )
     return kv_full, kv_win
+
+
+def _ssm_state_bytes(model: ModelArch, t: int) -> float:
+    """Step 3b: bytes per card of one sequence's Mamba-2 state (0 without Mamba-2 layers):
+    the recurrent state (fp32 when the checkpoint asks for it) and the convolution's last
+    inputs, split across the ``t`` ranks with the heads."""
+    if not model.ssm_layers:
+        return 0.0
+    recurrent = model.ssm_state_elements * (4.0 if model.ssm_state_fp32 else ACT_BYTES)
+    conv = model.ssm_conv_elements * ACT_BYTES
+    return model.ssm_layers * (recurrent + conv) / t
+
+
+def ssd_flops_per_token(model: ModelArch) -> float:
+    """FLOPs per prompt token of the Mamba-2 chunked scan (SSD) over all Mamba-2 layers, one
+    replica: per chunk of ``Q`` tokens, ``C B^T`` per group (``Q n`` per token), its masked
+    product with x per head (``Q p``), the chunk's state (``n p``) and the state's output
+    (``n p``); two FLOPs per multiply-add. A decoding token's recurrence is smaller (``~3 n p``
+    per head) and is charged the same."""
+    if not model.ssm_layers:
+        return 0.0
+    q, n, p = model.ssm_chunk, model.ssm_state_size, model.ssm_head_dim
+    per_layer = 2.0 * (model.ssm_groups * q * n + model.ssm_heads * (q * p + 2 * n * p))
+    return model.ssm_layers * per_layer
 
 
 def _activations(
@@ -437,16 +478,17 @@ def _communication(
 ) -> tuple[int, tuple[tuple[float, float], ...]]:
     """Step 7: ``(collectives per iteration, algorithms as (latency s, seconds per token))``.
 
-    Tensor parallelism needs two all-reduces per layer (after attention and after the MLP) of
-    ``tokens x d x b_a`` bytes; attention DP + expert sharding needs one all-reduce-sized
-    exchange per layer (token dispatch/combine around the experts). Algorithms:
+    Tensor parallelism needs an all-reduce of ``tokens x d x b_a`` bytes after every residual
+    block (:attr:`ModelArch.n_sublayers`: after attention and after the MLP, two per layer of
+    a transformer; after each Mamba-2 mixer too); attention DP + expert sharding needs one
+    all-reduce-sized exchange per layer (token dispatch/combine around the experts). Algorithms:
     :func:`allreduce_algorithms`.
     """
     algos = allreduce_algorithms(link, cal, t)
     if not algos:
         return 0, ()
     tok_bytes = model.hidden_size * ACT_BYTES
-    n_coll = model.n_layers if dp else 2 * model.n_layers
+    n_coll = model.n_layers if dp else model.n_sublayers
     return n_coll, tuple((lat, per_byte * tok_bytes) for lat, per_byte in algos)
 
 
@@ -474,12 +516,20 @@ def build_setup(
             f"{dep.precision}"
         )
     kv_full, kv_win = _kv_token_bytes(model, hw.kv_b, t, dp, notes)
+    state_seq = _ssm_state_bytes(model, t)
+    if state_seq:
+        notes.append(
+            f"{model.id}: {model.ssm_layers} Mamba-2 layers hold {state_seq / 1e6:.1f} MB of "
+            f"state per sequence per card, read and written every iteration; "
+            f"{model.n_attention_layers} attention layers hold a KV cache"
+        )
     n_w = window_layers(model)
     window = model.sliding_window if n_w else 0
     if n_w:
         held = "its window" if profile.window_kv else "full length (this engine does not shrink it)"
         notes.append(
-            f"{model.id} limits attention to {window} tokens on {n_w} of {model.n_layers} "
+            f"{model.id} limits attention to {window} tokens on {n_w} of "
+            f"{model.n_attention_layers} "
             f"layers: their KV cache holds {held}"
         )
     # engines without window-sized KV allocate window layers at full length
@@ -487,7 +537,7 @@ def build_setup(
     act_tok, act_fixed = _activations(model, profile, cal, t, dp)
     capacity = memory_bytes(dep.gpu)
     r = _rates(dep.gpu, hw, cal)
-    attn_dec_flops, attn_pf_flops = _attention_flops(model, t, model.n_layers - n_w)
+    attn_dec_flops, attn_pf_flops = _attention_flops(model, t, model.n_attention_layers - n_w)
     attn_dec_win, attn_pf_win = _attention_flops(model, t, n_w)
     n_coll, coll = _communication(model, hw.link, cal, t, dp)
     ec = hw.ec
@@ -509,23 +559,28 @@ def build_setup(
         kv_fraction_of_free=profile.kv_fraction_of == "free",
         kv_token_b=kv_token,
         kv_win_b=kv_alloc_win,
+        state_seq_b=state_seq,
         window=window,
         w_dense_s=(w.body_card_b + w.head_card * 2.0) / r.bw,
         w_exp_s=w.exp_card * w.wb / r.bw * imb,
         n_exp=model.n_experts,
         top_k=model.experts_per_token,
-        g_dense_tok_s=2.0 * ((pc.body - w.body16) / t / r.fg + w.body16 / t / r.f16),
+        g_dense_tok_s=2.0 * ((pc.body - w.body16) / t / r.fg + w.body16 / t / r.f16)
+        + ssd_flops_per_token(model) / t / r.f16,
         g_head_tok_s=2.0 * (pc.lm_head / t) / r.f16,
         g_exp_tok_s=2.0 * (pc.experts_active / t) / r.f_moe * imb if model.is_moe else 0.0,
         kv_ctx_s=kv_full / (r.bw * cal.kv_read_eff),
         attn_dec_ctx_s=attn_dec_flops / r.f_attn,
         attn_pf_s=attn_pf_flops / r.f_attn,
         kv_win_ctx_s=kv_win / (r.bw * cal.kv_read_eff),
+        state_seq_s=2.0 * state_seq / r.bw,
         attn_dec_win_s=attn_dec_win / r.f_attn,
         attn_pf_win_s=attn_pf_win / r.f_attn,
         n_coll=n_coll,
         coll=coll,
-        oh_step_s=(ec.step_overhead_ms * 1e-3 + ec.layer_overhead_us * 1e-6 * model.n_layers)
+        oh_step_s=(
+            ec.step_overhead_ms * 1e-3 + ec.layer_overhead_us * 1e-6 * model.n_sublayers / 2.0
+        )
         * der_oh,
         cpu_seq_s=ec.seq_overhead_us * 1e-6 * der_oh,
         ttft_oh_s=min(ec.ttft_overhead_ms * der_oh, REQUEST_HANDLING_MAX_MS) * 1e-3,

@@ -12,6 +12,7 @@ from ``coefficients.build_setup``):
                     + max(W_exp u(B+p) / BW, 2 P_exp,act (B+p) / F_moe)   routed experts
                     + max(B c kv / (BW e_kv), B c a_dec / F_attn)         decode attention
                     + p L_in a_pf / F_attn                                prefill attention
+                    + (B + p / L_in) sigma                                Mamba-2 state I/O
                     + n_c AR((B+p) d b_a)                                 all-reduces
                     + oh_step + oh_layer n_l                              fixed per-step costs
       tau(B, p)     = max(tau_gpu, oh_seq B)                              host work overlaps
@@ -32,7 +33,10 @@ from ``coefficients.build_setup``):
   and ``AR(m)`` the time of one all-reduce of ``m`` bytes with the fastest algorithm the link
   offers (``coefficients.allreduce_algorithms``: a ring of ``2 (t-1)`` steps over PCIe;
   one-shot, two-shot or NVLink SHARP with a latency of one or two steps on switched or fully
-  meshed NVLink-class domains). LM-head FLOPs count only for tokens
+  meshed NVLink-class domains; ``n_c`` is one per residual block, ``ModelArch.n_sublayers``,
+  in a hybrid model). ``sigma`` is the time to read and write one sequence's Mamba-2 state
+  (``2 state / BW``, zero without Mamba-2 layers), once per running sequence and iteration;
+  the scan's FLOPs are part of ``P_body``'s per-token term. LM-head FLOPs count only for tokens
   that produce logits (``B`` plus one per prompt). All fitted constants live in ``constants``
   (see ``calibration`` for their meaning).
 
@@ -107,7 +111,7 @@ def iteration_time(s: Setup, b: float, p: float, c: float, l_in: float) -> float
         t += p * (s.attn_pf_s * l_in + s.attn_pf_win_s * lw)
     if s.n_coll:
         t += s.n_coll * collective_seconds(s, tok)
-    t += s.oh_step_s
+    t += s.oh_step_s + s.state_seq_s * logits
     cpu = s.cpu_seq_s * b
     return t if t > cpu else cpu
 
@@ -138,12 +142,13 @@ def iteration_parts(s: Setup, b: float, p: float, c: float, l_in: float) -> Step
         busy += pf
         compute += pf
     comm = s.n_coll * collective_seconds(s, tok) if s.n_coll else 0.0
-    gpu = busy + comm + s.oh_step_s
+    state = s.state_seq_s * logits
+    gpu = busy + comm + s.oh_step_s + state
     cpu = s.cpu_seq_s * b
     return StepParts(
-        memory_s=weights + kv,
+        memory_s=weights + kv + state,
         weights_s=weights,
-        kv_s=kv,
+        kv_s=kv + state,
         compute_s=compute,
         comm_s=comm,
         overhead_s=s.oh_step_s + max(cpu - gpu, 0.0),

@@ -54,6 +54,7 @@ class Lanes:
     coll_tok: Array
     oh_step: Array
     cpu_seq: Array
+    state: Array
     ttft_oh: Array
     chunked: npt.NDArray[np.bool_]
     l_in: Array
@@ -108,6 +109,7 @@ def lanes(setups: Sequence[Setup], shapes: Sequence[tuple[int, int]]) -> Lanes:
         coll_tok=tok[which],
         oh_step=field("oh_step_s"),
         cpu_seq=field("cpu_seq_s"),
+        state=field("state_seq_s"),
         ttft_oh=field("ttft_oh_s"),
         chunked=np.array([s.chunked for s in unique], dtype=np.bool_)[which],
         l_in=np.array([float(i) for i, _ in shapes]),
@@ -142,7 +144,7 @@ def _iteration_time(ln: Lanes, b: Array, p: Array) -> Array:
     t = t + p * (ln.pf * ln.l_in + ln.pf_win * lw)
     best = np.min(ln.coll_lat + ln.coll_tok * tok[..., None], axis=-1)
     t = t + np.where(ln.n_coll > 0.0, ln.n_coll * best, 0.0)
-    t = t + ln.oh_step
+    t = t + ln.oh_step + ln.state * logits
     return np.maximum(t, ln.cpu_seq * b)
 
 

@@ -8,7 +8,8 @@ token (``coefficients``), activations ``act`` sized by the per-iteration token b
 vLLM/SGLang/TGI). A sequence holds ``L_in + L_out`` tokens (full reservation) or
 ``L_in + L_out/2`` on average (paged); ``T`` tokens of a sequence take ``kv T + kv_w min(T, W)``
 bytes, ``kv_w`` being the sliding-window layers when the engine sizes their cache to the window
-``W`` (``coefficients``).
+``W`` (``coefficients``), plus the fixed Mamba-2 state of a hybrid model's sequence
+(``state``, whatever its length).
 
 Bytes per card; tokens; sequences. Pure: no I/O.
 """
@@ -35,8 +36,9 @@ def tokens_per_sequence(s: Setup, l_in: int, l_out: int) -> float:
 
 
 def sequence_kv_bytes(s: Setup, tokens: float) -> float:
-    """KV-cache bytes per card that one sequence of ``tokens`` tokens holds."""
-    return s.kv_token_b * tokens + s.kv_win_b * min(tokens, float(s.window))
+    """KV-cache bytes per card that one sequence of ``tokens`` tokens holds (with its Mamba-2
+    state, in a hybrid model)."""
+    return s.kv_token_b * tokens + s.kv_win_b * min(tokens, float(s.window)) + s.state_seq_b
 
 
 def token_budget(s: Setup, l_in: int, l_out: int) -> float:

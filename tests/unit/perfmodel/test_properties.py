@@ -19,6 +19,7 @@ CASES = [
     ("mixtral-8x7b", "h100-sxm", 2, "fp8", "fp8"),
     ("qwen2.5-7b", "l4", 1, "int4", "fp8"),
     ("deepseek-v3", "b200", 8, "fp4", "fp8"),
+    ("nemotron-3-nano-30b-a3b", "b200", 2, "fp8", "fp8"),  # hybrid: Mamba-2 state per sequence
 ]
 ENGINES = ("vllm", "trtllm", "sglang", "tgi")
 FAST = settings(max_examples=40, derandomize=True, deadline=None)
