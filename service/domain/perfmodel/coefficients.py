@@ -331,12 +331,16 @@ def _kv_token_bytes(
 def _ssm_state_bytes(model: ModelArch, t: int) -> float:
     """Step 3b: bytes per card of one sequence's Mamba-2 state (0 without Mamba-2 layers):
     the recurrent state (fp32 when the checkpoint asks for it) and the convolution's last
-    inputs, split across the ``t`` ranks with the heads."""
+    inputs, split across the ``t`` ranks with the heads (a single group of B/C projections is
+    replicated on every rank, as vLLM does)."""
     if not model.ssm_layers:
         return 0.0
-    recurrent = model.ssm_state_elements * (4.0 if model.ssm_state_fp32 else ACT_BYTES)
-    conv = model.ssm_conv_elements * ACT_BYTES
-    return model.ssm_layers * (recurrent + conv) / t
+    recurrent = model.ssm_state_elements * (4.0 if model.ssm_state_fp32 else ACT_BYTES) / t
+    # B and C are split with their groups, or replicated on every rank when there is one group
+    groups = model.ssm_groups / t if model.ssm_groups % t == 0 else float(model.ssm_groups)
+    conv_channels = model.ssm_inner / t + 2.0 * groups * model.ssm_state_size
+    conv = conv_channels * max(model.ssm_conv_kernel - 1, 0) * ACT_BYTES
+    return model.ssm_layers * (recurrent + conv)
 
 
 def ssd_flops_per_token(model: ModelArch) -> float:

@@ -115,3 +115,17 @@ def test_tensor_parallel_must_split_the_mamba_heads() -> None:
     odd = replace(NANO, ssm_heads=60, ssm_groups=6, n_heads=32)
     s = build_setup(odd, dep, PUBLIC_PROFILES["vllm"], default_calibration())
     assert "Mamba-2 heads" in s.reject
+
+
+def test_a_single_group_of_b_and_c_is_held_by_every_rank() -> None:
+    """With one group (Mamba-2's default), B and C cannot be split: each rank keeps their
+    whole convolution state, so TP 2 holds more than half of TP 1's state."""
+    one_group = replace(NANO, ssm_groups=1)
+    cal, prof = default_calibration(), PUBLIC_PROFILES["vllm"]
+
+    def state(tp: int) -> float:
+        dep = Deployment(GPUS["b200"], tp, "fp8", "fp8", "vllm")
+        return build_setup(one_group, dep, prof, cal).state_seq_b
+
+    bc_conv = 23 * 2 * 128 * 3 * 2  # 2 x 128 channels, 3 taps, 16-bit, 23 layers
+    assert state(2) == pytest.approx(state(1) / 2 + bc_conv / 2, rel=1e-12)
