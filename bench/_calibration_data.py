@@ -24,8 +24,9 @@ Every row is mapped, or skipped with a counted reason (:class:`LoadReport`). Dec
   lacks (DGX Spark GB10, B300) are skipped and counted.
 * **Models** map to the product's presets through its own name resolution
   (``resolve_model``), with ``MODEL_PRESETS`` for labels it cannot read (annotations in the
-  label). Models without a preset are skipped and listed (Nemotron Nano: hybrid Mamba, exact
-  checkpoint not named; vision and multi-node headline models).
+  label). Models without a preset would be skipped and listed; every model in the data has
+  one. Vultr's "Nemotron Nano 30B" (vLLM 0.16, March 2026; the page does not name the
+  checkpoint) is read as Nemotron 3 Nano 30B-A3B, the only Nemotron Nano of that size.
 * **Lengths**: integers as given; ``random max 100 (mean 94; EOS not ignored)`` -> the mean
   (94); a ``mean in X / out Y`` in the note overrides both (the client's printed means).
   ShareGPT runs with printed means are kept as ``lengths="mean"`` (a length *distribution*
@@ -33,7 +34,8 @@ Every row is mapped, or skipped with a counted reason (:class:`LoadReport`). Dec
   to N", "not stated" are skipped.
 * **Load**: ``peak`` (``trtllm-bench`` offline, infinite rate), ``burst`` (every request sent
   at t=0: GPUStack's ``vllm bench serve`` without a rate, AMD's max-load runs), ``concurrency``
-  (N closed-loop clients), ``rate`` (Poisson at N req/s; rate >= 1000 is a burst), ``static``
+  (N closed-loop clients; a run with fewer prompts than clients is a burst of its prompts),
+  ``rate`` (Poisson at N req/s; rate >= 1000 is a burst), ``static``
   (one batch of N started together: LMDeploy, vLLM ``benchmark_latency``). k6 scenarios and
   unstated loads are skipped.
 * **Metrics**: output tokens/s (``throughput``), ``requests`` (req/s, only where the run gives
@@ -145,6 +147,7 @@ MODEL_PRESETS: dict[str, str] = {
     "Case 7 does not name it)": "llama-3.1-70b",
     "meta-llama/Llama-3-70B": "llama-3-70b",
     "mistralai/Mixtral-8x7B": "mixtral-8x7b",
+    "Nemotron Nano 30B (as named on page; exact HF id not stated)": "nemotron-3-nano-30b-a3b",
 }
 
 # (precision label) -> (weight precision, KV precision or "" for the engine default)
@@ -320,6 +323,7 @@ def parse_lengths(
 
 _BURST = re.compile(r"^max \((?:all )?(\d+) (?:requests|prompts)")
 _PROMPTS = re.compile(r"(\d+) prompts")
+_PROMPTS_ABOVE_ONE = re.compile(r"(\d+) prompts at c=1, (\d+) at c>1")
 
 
 def parse_load(cell: str, note: str) -> tuple[LoadKind, float] | str:
@@ -327,6 +331,10 @@ def parse_load(cell: str, note: str) -> tuple[LoadKind, float] | str:
     text = cell.strip()
     n = _int(text)
     if n is not None:
+        # a closed loop with more clients than the run has prompts sends them all at once
+        m = _PROMPTS_ABOVE_ONE.search(note)
+        if m and n > 1 and int(m.group(2)) <= n:
+            return "burst", float(m.group(2))
         return "concurrency", float(n)
     if text.startswith("rate="):
         rate = float(text.removeprefix("rate="))
@@ -826,9 +834,15 @@ def fit_rows(rows: Sequence[Row]) -> list[Row]:
     releases, there with the then-new PyTorch backend) are not the release whose fitted constants
     their version would key: fitted, dstack's trtllm-serve DeepSeek-R1 runs pushed TensorRT-LLM
     0.17's step and layer overheads to their bounds, which its release measurements (the v0.17
-    performance overview) do not show. Both kinds are scored like every other row."""
+    performance overview) do not show. Rows of a hybrid state-space model (Mamba-2 layers:
+    one source so far) are scored only as well: the fitted constants describe attention, GEMM
+    and MoE kernels, and fitting them to the Mamba-2 kernels' time would move them for every
+    other model. All are scored like every other row."""
     return [
         r
         for r in rows
-        if r.lengths == "fixed" and r.output_len >= MIN_FIT_OUTPUT and not dev_build(r.engine_label)
+        if r.lengths == "fixed"
+        and r.output_len >= MIN_FIT_OUTPUT
+        and not dev_build(r.engine_label)
+        and not r.model.ssm_layers
     ]

@@ -639,7 +639,8 @@ bench/validation_points.csv (what was skipped and why: bench/accuracy.py):
 
 ``FITTED``: the constants (meaning of each: service/domain/perfmodel/calibration.py).
 ``FIT_REPORT``: in-sample fit error and leave-one-source-out error per engine and metric
-(``loso``) and per engine, metric and GPU (``loso_by_gpu``); every missed target with the
+(``loso``), per engine, metric and GPU (``loso_by_gpu``) and per engine and metric on hybrid
+Mamba-2 models alone (``loso_hybrid``: the check of their physics); every missed target with the
 reason recorded for it (``target_notes``, from ``bench/accuracy.py`` ``MISS_REASONS``) and the
 causes several of them share, stated once (``shared_causes``).
 The engine builds and their validation error: service/domain/perfmodel/engine_builds.py.
@@ -710,6 +711,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "loso": val.totals,
         "loso_by_gpu": val.by_gpu,
+        "loso_hybrid": val.hybrid,
         "target_notes": notes,
         "shared_causes": shared_causes(notes),
         "at_bounds": bounds,

@@ -103,11 +103,12 @@ def test_a_cause_several_misses_share_is_stated_once() -> None:
         eng: {"throughput_at_load": {"median_ape": 0.9}} for eng in ("trtllm", "vllm", "sglang")
     }
     notes = missed_targets(totals)
-    assert [n["causes"] for n in notes] == [["dstack_deepseek"]] * 3
+    assert all("dstack_deepseek" in n["causes"] for n in notes)
     causes = shared_causes(notes)
-    assert causes == {"dstack_deepseek": SHARED_CAUSES["dstack_deepseek"]}
+    assert causes["dstack_deepseek"] == SHARED_CAUSES["dstack_deepseek"]
+    assert set(causes) == {c for n in notes for c in n["causes"]}
     text = readme_tables.accuracy_notes({"target_notes": notes, "shared_causes": causes})
     assert text.count(SHARED_CAUSES["dstack_deepseek"]["text"]) == 1
-    assert text.count("(see below)") == 3
+    assert text.count("(see below)") == sum(len(n["causes"]) for n in notes)
     assert text.index("Causes shared") > text.rindex("(see below)")
     assert shared_causes(missed_targets({"vllm": {}})) == {}

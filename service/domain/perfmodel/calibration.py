@@ -503,6 +503,48 @@ def accuracy_note(entry: CalibratedProfile, family: str) -> str:
     return f"{basis}: median error on {family} GPUs, each source held out of the fit: {parts}."
 
 
+@lru_cache(maxsize=16)
+def hybrid_validation(engine: str) -> tuple[ValidationCell, ...]:
+    """Leave-one-source-out error of ``engine``'s answers on the published measurements of
+    hybrid Mamba-2 models (``FIT_REPORT["loso_hybrid"]``; family ``"hybrid"``), in the order
+    of the metric labels. Their Mamba-2 layers have no fitted constant, so these rows are their
+    only check; empty when no such measurement exists."""
+    report = _constants.FIT_REPORT.get("loso_hybrid", {})
+    cells = report.get(engine, {}) if isinstance(report, Mapping) else {}
+    order = list(_METRIC_LABELS)
+    return tuple(
+        ValidationCell(
+            "hybrid",
+            m,
+            int(c["n"]),
+            float(c["median_ape"]),
+            float(c["within_25pct"]),
+            float(c["bias"]),
+        )
+        for m, c in sorted(cells.items(), key=lambda mc: order.index(mc[0]))
+        if m in _METRIC_LABELS
+    )
+
+
+def hybrid_accuracy_note(engine: str) -> str:
+    """What the published measurements of hybrid Mamba-2 models say of the model's error on
+    them with ``engine`` (:func:`hybrid_validation`), or that none exist."""
+    head = (
+        "Hybrid Mamba-2 model: its Mamba-2 layers are timed from their weights, state and scan "
+        "FLOPs alone (no fitted constant)"
+    )
+    cells = hybrid_validation(engine)
+    if not cells:
+        return f"{head}; no published measurement of such a model with {engine} checks them."
+    parts = ", ".join(
+        f"{_METRIC_LABELS[c.metric]} {c.median_ape * 100:.0f}% ({c.n} rows)" for c in cells
+    )
+    return (
+        f"{head}; median error on the published measurements of such models with {engine}, "
+        f"each source held out of the fit: {parts}."
+    )
+
+
 # The profile a plain ``engine`` gets: its newest calibrated build.
 PUBLIC_PROFILES: dict[Engine, EngineProfile] = {e: resolve_profile(e).profile for e in ENGINES}
 

@@ -12,7 +12,11 @@ headroom of a card is that error: plan for ``(1 + e)`` x the load on it, where `
 2. when no measurement of the build covers that family: the build's largest such error on any
    family (an unmeasured family is assumed no better than the worst measured one);
 3. when the build has no validation at all (an uncalibrated engine): the largest such error of
-   any registered build (:data:`UNVALIDATED_FALLBACK` only if no build has any).
+   any registered build (:data:`UNVALIDATED_FALLBACK` only if no build has any);
+4. for a hybrid Mamba-2 model, at least the engine's median throughput error on published
+   measurements of such models (``calibration.hybrid_validation``; any engine's when the
+   engine has none): their Mamba-2 layers have no fitted constant, so the error measured on
+   transformers does not cover them.
 
 The fraction is rounded to a whole percent so the number stated is the number used. Pure.
 """
@@ -26,10 +30,12 @@ from service.domain.catalog import GpuSpec
 from service.domain.perfmodel.calibration import (
     CalibratedProfile,
     ValidationCell,
+    hybrid_validation,
     profile_registry,
     resolve_profile,
 )
 from service.domain.perfmodel.hardware import accuracy_family
+from service.domain.vocabulary import ENGINES
 
 THROUGHPUT_METRICS = ("peak_throughput", "throughput_at_load")
 """Validation metrics that measure capacity (what headroom protects)."""
@@ -100,7 +106,35 @@ def _for(entry: CalibratedProfile, family: str) -> ModelHeadroom:
     return ModelHeadroom(fraction=fraction, family=family, build=name, basis=basis)
 
 
-def model_error_headroom(gpu: GpuSpec, engine: str, version: str | None) -> ModelHeadroom:
+def model_error_headroom(
+    gpu: GpuSpec, engine: str, version: str | None, *, hybrid: bool = False
+) -> ModelHeadroom:
     """The default headroom for serving on ``gpu`` with ``engine`` build ``version`` (``None``:
-    the newest calibrated one), by the rules in the module docstring."""
-    return _for(resolve_profile(engine, version), accuracy_family(gpu))
+    the newest calibrated one), by the rules in the module docstring; ``hybrid``: the model
+    has Mamba-2 layers (rule 4)."""
+    base = _for(resolve_profile(engine, version), accuracy_family(gpu))
+    return _with_hybrid(base, engine) if hybrid else base
+
+
+@lru_cache(maxsize=256)
+def _with_hybrid(base: ModelHeadroom, engine: str) -> ModelHeadroom:
+    """``base`` raised to the hybrid-model throughput error of ``engine`` (rule 4)."""
+    cells = _throughput(hybrid_validation(engine))
+    source = engine
+    if not cells:
+        cells = [c for e in ENGINES for c in _throughput(hybrid_validation(e))]
+        source = "any engine"
+    if not cells:
+        return base
+    cell = _worst(cells)
+    fraction = round(cell.median_ape, 2)
+    if fraction <= base.fraction:
+        return base
+    basis = (
+        f"{_percent(fraction)}: the model's median {cell.metric.replace('_', ' ')} error on "
+        f"published measurements of hybrid Mamba-2 models with {source} ({cell.n} "
+        f"measurements, each source held out of the fit), above the {_percent(base.fraction)} "
+        f"the build's validation gives {base.family} GPUs, since no fitted constant describes "
+        "Mamba-2 layers"
+    )
+    return ModelHeadroom(fraction=fraction, family=base.family, build=base.build, basis=basis)

@@ -52,6 +52,7 @@ from service.domain.perfmodel.calibration import (
     EngineProfile,
     accuracy_note,
     default_calibration,
+    hybrid_accuracy_note,
     resolve_profile,
 )
 from service.domain.perfmodel.coefficients import Setup, build_setup
@@ -394,8 +395,10 @@ def estimate_fresh(
     cal = with_correction(cal, dep, build.profile.constants)
     profile = card_profile(model, dep, build.profile, cal)
     result = estimate_with(model, dep, shape, profile, cal, concurrency=concurrency, qps=qps)
-    note = accuracy_note(build, accuracy_family(dep.gpu))
-    return replace(result, assumptions=(*result.assumptions, note))
+    notes: tuple[str, ...] = (accuracy_note(build, accuracy_family(dep.gpu)),)
+    if model.ssm_layers:
+        notes += (hybrid_accuracy_note(dep.engine),)
+    return replace(result, assumptions=(*result.assumptions, *notes))
 
 
 _estimate_cached = lru_cache(maxsize=4096)(estimate_fresh)

@@ -128,7 +128,12 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
     )
     for gpu, offers in priced:
         margin = (
-            model_error_headroom(gpu, request.engine, request.engine_version)
+            model_error_headroom(
+                gpu,
+                request.engine,
+                request.engine_version,
+                hybrid=request.model.arch.ssm_layers > 0,
+            )
             if c.headroom is None
             else None
         )

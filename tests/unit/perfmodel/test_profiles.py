@@ -15,12 +15,15 @@ from service.domain.perfmodel.calibration import (
     PUBLIC_PROFILES,
     accuracy_note,
     default_calibration,
+    hybrid_accuracy_note,
+    hybrid_validation,
     known_versions,
     profile_registry,
     release_series,
     resolve_profile,
 )
 from service.domain.perfmodel.hardware import CALIBRATED_GROUPS, accuracy_family, calibration_group
+from service.domain.perfmodel.serving import estimate_fresh
 from service.domain.perfmodel.values import ENGINES, Deployment, RequestShape
 from tests.unit.perfmodel.gpu_fixtures import GPUS
 
@@ -180,3 +183,28 @@ def test_an_estimate_on_borrowed_constants_says_its_error_there_is_unknown() -> 
     hopper_note = next(a for a in hopper.assumptions if a.startswith("Performance profile"))
     assert "no measurements on cdna3-hbm GPUs" in amd_note and "unknown" in amd_note
     assert "median error on hopper-hbm GPUs" in hopper_note
+
+
+def test_a_hybrid_models_answers_quote_the_error_measured_on_hybrid_models(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Mamba-2 layers have no fitted constant: an estimate of a hybrid model says so, with the
+    held-out error on published hybrid-model measurements of its engine, or that none exist;
+    a transformer's estimate has no such note."""
+    from service.domain.perfmodel import constants
+
+    report = {**constants.FIT_REPORT, "loso_hybrid": {"vllm": {"tpot": _CELL, "ttft": _CELL}}}
+    monkeypatch.setattr(constants, "FIT_REPORT", report)
+    hybrid_validation.cache_clear()
+    monkeypatch.setattr(constants, "FIT_REPORT", report)
+    assert "TTFT 10% (12 rows), TPOT 10% (12 rows)" in hybrid_accuracy_note("vllm")
+    assert "no published measurement" in hybrid_accuracy_note("sglang")
+    nano = resolve_model("nemotron-3-nano-30b-a3b").arch
+    dep = Deployment(GPUS["b200"], 2, "fp8", "fp8", "sglang")
+    shape = RequestShape(2048, 512)
+    assert hybrid_accuracy_note("sglang") in estimate_fresh(nano, dep, shape).assumptions
+    llama = resolve_model("llama-3.1-8b").arch
+    assert not any(
+        "Mamba-2" in a for a in estimate_fresh(llama, dep, shape, concurrency=8).assumptions
+    )
+    hybrid_validation.cache_clear()

@@ -10,7 +10,7 @@ import pytest
 
 from service.domain.catalog import GpuSpec
 from service.domain.perfmodel import Slo
-from service.domain.perfmodel.calibration import resolve_profile
+from service.domain.perfmodel.calibration import hybrid_validation, resolve_profile
 from service.domain.perfmodel.hardware import accuracy_family, calibration_group
 from service.domain.perfmodel.headroom import THROUGHPUT_METRICS, model_error_headroom
 from service.domain.planner import MixingPolicy, Plan, WorkloadBucket, plan
@@ -86,6 +86,25 @@ def test_a_card_on_borrowed_constants_never_gets_the_lenders_measured_error() ->
     assert margin.fraction == round(worst, 2)
     assert "no vllm" in margin.basis and "cdna3-hbm" in margin.basis
     assert margin.fraction >= model_error_headroom(h100, "vllm", None).fraction
+
+
+def test_a_hybrid_model_gets_at_least_the_error_measured_on_hybrid_models() -> None:
+    """Mamba-2 layers have no fitted constant: a hybrid model's headroom is at least the
+    engine's throughput error on published hybrid-model measurements, and says so; a
+    transformer's is unchanged."""
+    b200 = gpu("b200")
+    hybrid_cells = [c for c in hybrid_validation("vllm") if c.metric in THROUGHPUT_METRICS]
+    assert hybrid_cells, "Vultr's Nemotron 3 Nano runs validate vllm on hybrid models"
+    worst = round(max(c.median_ape for c in hybrid_cells), 2)
+    plain = model_error_headroom(b200, "vllm", None)
+    hybrid = model_error_headroom(b200, "vllm", None, hybrid=True)
+    assert hybrid.fraction == max(plain.fraction, worst)
+    if worst > plain.fraction:
+        assert "hybrid Mamba-2" in hybrid.basis and f"{worst * 100:.0f}%" in hybrid.basis
+    # an engine without hybrid measurements takes the largest measured with any engine
+    other = model_error_headroom(b200, "sglang", None, hybrid=True)
+    assert other.fraction >= worst
+    assert model_error_headroom(b200, "sglang", None).fraction <= other.fraction
 
 
 def test_derived_headroom_on_one_card_equals_that_explicit_headroom() -> None:
