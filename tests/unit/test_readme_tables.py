@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -103,12 +103,13 @@ def test_a_cause_several_misses_share_is_stated_once() -> None:
         eng: {"throughput_at_load": {"median_ape": 0.9}} for eng in ("trtllm", "vllm", "sglang")
     }
     notes = missed_targets(totals)
-    assert all("dstack_deepseek" in n["causes"] for n in notes)
+    cited = [cast("list[str]", n["causes"]) for n in notes]
+    assert all("dstack_deepseek" in c for c in cited)
     causes = shared_causes(notes)
     assert causes["dstack_deepseek"] == SHARED_CAUSES["dstack_deepseek"]
-    assert set(causes) == {c for n in notes for c in n["causes"]}
+    assert set(causes) == {c for each in cited for c in each}
     text = readme_tables.accuracy_notes({"target_notes": notes, "shared_causes": causes})
     assert text.count(SHARED_CAUSES["dstack_deepseek"]["text"]) == 1
-    assert text.count("(see below)") == sum(len(n["causes"]) for n in notes)
+    assert text.count("(see below)") == sum(len(c) for c in cited)
     assert text.index("Causes shared") > text.rindex("(see below)")
     assert shared_causes(missed_targets({"vllm": {}})) == {}
