@@ -476,6 +476,28 @@ def test_hf_bad_hybrid_layouts_name_the_field(change: dict[str, object], field: 
     assert err.value.field == field
 
 
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        # ibm-granite Granite 4.0 H (Mamba-2 mixers and attention, an MoE after each)
+        {**MIXTRAL_8X7B, "model_type": "granitemoehybrid", "mamba_d_state": 128,
+         "layer_types": ["mamba"] * 28 + ["attention"] * 4},
+        # Qwen3-Next (Gated DeltaNet linear attention, full attention every 4th layer)
+        {**MIXTRAL_8X7B, "model_type": "qwen3_next", "full_attention_interval": 4,
+         "linear_num_value_heads": 32},
+        # Jamba (Mamba layers, attention every 8th)
+        {**MIXTRAL_8X7B, "model_type": "jamba", "attn_layer_period": 8},
+    ],
+)  # fmt: skip
+def test_hf_other_hybrid_layouts_are_refused_not_misread(cfg: dict[str, object]) -> None:
+    """Read as a transformer, a hybrid's recurrent layers would each be charged a KV cache
+    (several times the real one) and none of their state: refused, naming the model_type."""
+    with pytest.raises(InvalidInput) as err:
+        resolve_model({"hf_config": cfg})
+    assert err.value.field == "hf_config.model_type"
+    assert "nemotron_h" in err.value.message
+
+
 def test_hf_llama4_text_config_nesting() -> None:
     cfg = {
         "model_type": "llama4",

@@ -6,8 +6,9 @@ Gemma/Gemma 2/Gemma 3, GPT-J, GPT-NeoX, Falcon (RefinedWeb), DeepSeek-V2/V3 (MLA
 attention and MLP or MoE layers, laid out by ``hybrid_override_pattern`` or
 ``layers_block_type``). Each field is read from the first present spelling among the
 families' names for it (``num_hidden_layers``/``n_layer``/...); an unknown ``model_type``
-is read as a SwiGLU model with untied embeddings, and said so. Parameter counts are computed
-from the shapes.
+is read as a SwiGLU model with untied embeddings, and said so, unless it has recurrent-state
+layers (Mamba, linear attention: Granite 4.0 H, Qwen3-Next, Jamba, ...), whose layout is
+refused rather than misread as attention. Parameter counts are computed from the shapes.
 
 Every number is validated on the way in: a missing required field, a non-number, a
 non-positive count or one above its bound in ``HF_LIMITS`` raises :class:`InvalidInput`
@@ -240,6 +241,40 @@ def _text_config(raw: Mapping[str, Any], notes: list[str]) -> Mapping[str, Any]:
     return raw
 
 
+# Keys of recurrent-state layers (Mamba, linear attention) in configs whose layout this reader
+# does not know: read as a transformer, every layer would be charged a KV cache it does not have
+# and none of the state it has.
+_STATE_LAYER_KEYS = (
+    "mamba_d_state",
+    "mamba_n_heads",
+    "ssm_state_size",
+    "linear_num_value_heads",
+    "linear_key_head_dim",
+    "attn_layer_period",
+    "full_attention_interval",
+)
+_STATE_LAYER_KINDS = ("mamba", "mamba2", "linear_attention", "ssm")
+
+
+def _reject_unknown_hybrid(cfg: Mapping[str, Any], mtype: str) -> None:
+    """A 422 on ``hf_config.model_type`` for a hybrid state-space or linear-attention config
+    other than Nemotron-H: its layout would be misread as all-attention layers."""
+    if mtype == "nemotron_h":
+        return
+    keys = [k for k in _STATE_LAYER_KEYS if cfg.get(k) is not None]
+    kinds = cfg.get("layer_types")
+    if isinstance(kinds, list) and any(str(k) in _STATE_LAYER_KINDS for k in kinds):
+        keys.append("layer_types")
+    if keys:
+        raise InvalidInput(
+            f"hf_config is a hybrid state-space or linear-attention model ({mtype or 'no '}"
+            f"model_type, {', '.join(keys)}); gpuplan reads the layer layout of nemotron_h "
+            "hybrids only, and reading this one as a transformer would charge every layer a "
+            "KV cache: use a preset or describe the model with params_b",
+            field=f"{_PREFIX}model_type",
+        )
+
+
 def _family(mtype: str, notes: list[str]) -> tuple[bool, bool]:
     """``(gated MLP, tied embeddings by default)`` for a ``model_type``."""
     family = _HF_FAMILIES.get(mtype)
@@ -459,6 +494,7 @@ def hf_arch(raw: object) -> tuple[ModelArch, tuple[str, ...]]:
     notes: list[str] = []
     cfg = _text_config(raw, notes)
     mtype = str(cfg.get("model_type") or raw.get("model_type") or "")
+    _reject_unknown_hybrid(cfg, mtype)
     gated, tie_default = _family(mtype, notes)
     layers = _required_int(cfg, ("num_hidden_layers", "n_layer", "num_layers", "n_layers"))
     hidden = _required_int(cfg, ("hidden_size", "n_embd", "d_model"))
