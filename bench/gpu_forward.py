@@ -22,9 +22,10 @@ element-wise kernels, under 2% of a step), the serving engine's scheduler and ho
 model's ``oh_step``/``cpu_seq`` terms), fused kernels an engine may use. So the times are
 close to what an engine's kernels take, not what a served request sees.
 
-* ``python -m bench.gpu_forward compare bench/data/gpu_forward_h200.csv`` (here, CPU only;
-  ``bench/run_all.py`` runs it): the model's step time for each measured row with its fixed
-  per-step and host costs set to zero, next to the measurement
+* ``python -m bench.gpu_forward compare bench/data/gpu_forward_h100.csv
+  bench/data/gpu_forward_h200.csv`` (here, CPU only; ``bench/run_all.py`` runs it): per
+  card, the model's step time for each measured row with its fixed per-step and host costs
+  set to zero (its per-layer latency kept), next to the measurement
   (``bench/gpu_forward_compare.py``).
 """
 
@@ -48,6 +49,8 @@ DECODE_BATCHES = (1, 16, 64, 256)
 DECODE_CONTEXTS = (512, 2048)
 PREFILL_LENGTHS = (128, 512, 2048, 8192)
 MEMORY_BUDGET_BYTES = 118e9
+# Left free for activations, CUDA graph pools and the allocator on smaller cards.
+MEMORY_RESERVE_BYTES = 8e9
 REPLAYS = 30
 FIELDS = (
     "gpu",
@@ -271,6 +274,10 @@ def measure(spec_path: str, out_path: str) -> None:
     )
     name = torch.cuda.get_device_name(0)
     gpu = name
+    budget = min(
+        MEMORY_BUDGET_BYTES,
+        torch.cuda.get_device_properties(0).total_memory - MEMORY_RESERVE_BYTES,
+    )
     meta = f"torch {torch.__version__}, CUDA graph replays, median of {REPLAYS}"
     fh = open(out_path, "w", newline="")  # noqa: SIM115 (written row by row, closed below)
     wr = csv.DictWriter(fh, fieldnames=FIELDS)
@@ -296,19 +303,24 @@ def measure(spec_path: str, out_path: str) -> None:
             for ctx in DECODE_CONTEXTS:
                 for b in DECODE_BATCHES:
                     kv = 2 * a["layers"] * b * nkv * ctx * d * 2
-                    if wb + kv > MEMORY_BUDGET_BYTES:
+                    if wb + kv > budget:
                         continue
-                    caches = [
-                        (
-                            torch.randn(b, nkv, ctx, d, device="cuda", dtype=torch.bfloat16),
-                            torch.randn(b, nkv, ctx, d, device="cuda", dtype=torch.bfloat16),
-                        )
-                        for _ in range(a["layers"])
-                    ]
-                    x = torch.randn(b, h, device="cuda", dtype=torch.bfloat16)
-                    ms, sp = _timed(torch, lambda m=model, x=x, c=caches: m.decode(x, c))
-                    emit(_row(gpu, a["id"], a["precision"], "decode", b, b, ctx, ms, sp, meta))
-                    del caches
+                    caches: list[tuple[Any, Any]] = []
+                    try:
+                        caches = [
+                            (
+                                torch.randn(b, nkv, ctx, d, device="cuda", dtype=torch.bfloat16),
+                                torch.randn(b, nkv, ctx, d, device="cuda", dtype=torch.bfloat16),
+                            )
+                            for _ in range(a["layers"])
+                        ]
+                        x = torch.randn(b, h, device="cuda", dtype=torch.bfloat16)
+                        ms, sp = _timed(torch, lambda m=model, x=x, c=caches: m.decode(x, c))
+                    except torch.cuda.OutOfMemoryError:
+                        print(f"skipped {a['id']} decode b={b} ctx={ctx}: out of memory")
+                    else:
+                        emit(_row(gpu, a["id"], a["precision"], "decode", b, b, ctx, ms, sp, meta))
+                    caches.clear()
                     torch.cuda.empty_cache()
             del model
             torch.cuda.empty_cache()
@@ -322,14 +334,23 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["measure"] and len(argv) == 3:
         measure(argv[1], argv[2])
         return 0
-    if argv[:1] == ["compare"] and len(argv) == 2:
+    if argv[:1] == ["compare"] and len(argv) >= 2:
         root = str(Path(__file__).resolve().parents[1])
         if root not in sys.path:  # run as a script (bench/run_all.py)
             sys.path.insert(0, root)
-        from bench.gpu_forward_compare import report
+        from bench.gpu_forward_compare import card_name, law_table, report
 
-        print("# Kernel terms vs forward passes timed on a GPU\n")
-        print(report(Path(argv[1])))
+        print("# Kernel terms vs forward passes timed on a GPU")
+        paths = [Path(p) for p in argv[1:]]
+        for path in paths:
+            print(f"\n## {card_name(path)}\n")
+            print(report(path))
+        print("\n## Decode steps of up to 16 sequences, every card\n")
+        print(
+            "Measured step time fitted as bytes read / (efficiency x datasheet bandwidth), "
+            "plus a latency per layer or not:\n"
+        )
+        print(law_table(paths))
         return 0
     print(__doc__, file=sys.stderr)
     return 2

@@ -3,8 +3,8 @@
 
 For each measured decode or prefill step, the model's iteration time for the same step (one
 card, 16-bit weights and KV cache) with the engine's fixed per-step cost and host work set to
-zero: what the model says the GPU kernels take. Columns per engine profile: predicted ms and
-its ratio to the measurement.
+zero (its per-layer kernel latency kept): what the model says the GPU kernels take. Columns
+per engine profile: predicted ms and its ratio to the measurement.
 """
 
 from __future__ import annotations
@@ -15,9 +15,12 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
+import numpy as np
+
 from bench._calibration_data import load_gpus
 from service.domain.catalog import GpuSpec
 from service.domain.llm.presets import PRESETS
+from service.domain.perfmodel.calibration import default_calibration, resolve_profile
 from service.domain.perfmodel.capacity import engine_setup
 from service.domain.perfmodel.coefficients import Setup
 from service.domain.perfmodel.iteration import iteration_time
@@ -51,7 +54,8 @@ def _gpus() -> dict[str, GpuSpec]:
 
 def kernel_setup(model_id: str, gpu_id: str, precision: Precision, engine: Engine) -> Setup:
     """The engine's setup for one card (``precision`` weights, 16-bit KV cache) with its
-    per-step and host costs removed."""
+    per-step and host costs removed; its per-layer latency (kernel tails and launch gaps that a
+    CUDA graph of the bare kernels has too) stays."""
     dep = Deployment(
         gpu=_gpus()[gpu_id],
         tensor_parallel=1,
@@ -59,8 +63,12 @@ def kernel_setup(model_id: str, gpu_id: str, precision: Precision, engine: Engin
         kv_precision="bf16",
         engine=engine,
     )
-    s = engine_setup(PRESETS[model_id], dep)
-    return replace(s, oh_step_s=0.0, cpu_seq_s=0.0)
+    model = PRESETS[model_id]
+    s = engine_setup(model, dep)
+    ec = default_calibration().engine_by_name[resolve_profile(engine).profile.constants]
+    layers_s = ec.layer_overhead_us * 1e-6 * model.n_sublayers / 2.0
+    share = layers_s / (layers_s + ec.step_overhead_ms * 1e-3)  # of the (derated) fixed cost
+    return replace(s, oh_step_s=s.oh_step_s * share, cpu_seq_s=0.0)
 
 
 def kernel_ms(s: Setup, phase: str, batch: int, tokens: int, context: int) -> float:
@@ -118,6 +126,91 @@ def summary(rows: list[Step]) -> str:
     return "\n".join(lines)
 
 
+DATASHEET_BANDWIDTH = {"h100-sxm": 3.35e12, "h200-sxm": 4.8e12}
+"""Bytes/s of the measured cards' datasheets (the law below is stated against them)."""
+LAW_MAX_BATCH = 16
+
+
+def step_bytes(s: Step) -> float:
+    """Bytes one decode step reads: the linear layers' weights (1 byte per FP8 weight), the
+    16-bit LM head and the 16-bit KV cache of every sequence."""
+    m = PRESETS[s.model]
+    q, kv = m.n_heads * m.head_dim, m.n_kv_heads * m.head_dim
+    linear = m.n_layers * (m.hidden_size * (2 * q + 2 * kv) + 3 * m.hidden_size * m.ffn_size)
+    weights = linear * (1 if s.precision == "fp8" else 2) + 2 * m.hidden_size * m.vocab_size
+    return weights + 2 * m.n_layers * s.batch * kv * s.context * 2
+
+
+@dataclass(frozen=True, slots=True)
+class Law:
+    """Decode steps of up to :data:`LAW_MAX_BATCH` sequences on every measured card, fitted
+    as bytes / (``efficiency`` x datasheet bandwidth) + ``layer_us`` per layer (or, with
+    ``layer_us`` 0, bandwidth alone): median and worst relative error."""
+
+    precision: str
+    rows: int
+    efficiency: float
+    layer_us: float
+    median_error: float
+    worst_error: float
+
+
+def decode_laws(rows: list[Step]) -> list[Law]:
+    """Per precision: the two-term law and the bandwidth-only law over ``rows``' small-batch
+    decode steps (least squares on time)."""
+    out = []
+    for precision in ("bf16", "fp8"):
+        sel = [
+            s
+            for s in rows
+            if s.phase == "decode" and s.precision == precision and s.batch <= LAW_MAX_BATCH
+        ]
+        if len(sel) < 3:
+            continue
+        y = np.array([s.measured_ms / 1e3 for s in sel])
+        read = [step_bytes(s) / DATASHEET_BANDWIDTH[s.gpu] for s in sel]
+        layers = [float(PRESETS[s.model].n_layers) for s in sel]
+        for a in (np.array([read, layers]).T, np.array([read]).T):
+            x, *_ = np.linalg.lstsq(a, y, rcond=None)
+            err = np.abs(a @ x / y - 1.0)
+            latency = float(x[1]) * 1e6 if len(x) > 1 else 0.0
+            out.append(
+                Law(
+                    precision,
+                    len(sel),
+                    1.0 / float(x[0]),
+                    latency,
+                    float(np.median(err)),
+                    float(err.max()),
+                )
+            )
+    return out
+
+
+def law_table(paths: list[Path]) -> str:
+    """:func:`decode_laws` over every file's steps, as a markdown table."""
+    rows = [s for p in paths for s in steps(p)]
+    lines = [
+        "| precision | decode steps | law | bandwidth efficiency | latency per layer | "
+        "median error | worst error |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for law in decode_laws(rows):
+        what = "bytes / bandwidth + per layer" if law.layer_us else "bytes / bandwidth"
+        lines.append(
+            f"| {law.precision} | {law.rows} | {what} | {law.efficiency:.2f} | "
+            f"{f'{law.layer_us:.0f} us' if law.layer_us else 'none'} | "
+            f"{law.median_error:.1%} | {law.worst_error:.1%} |"
+        )
+    return "\n".join(lines)
+
+
+def card_name(path: Path) -> str:
+    """The GPU a measurement file was taken on (its first row's ``gpu``)."""
+    with path.open(newline="", encoding="utf-8") as fh:
+        return next(csv.DictReader(fh))["gpu"]
+
+
 def report(path: Path) -> str:
     """The summary (median and range of predicted / measured per engine and step kind), then
     every measured step: measured ms, and per engine predicted ms and ratio."""
@@ -136,7 +229,8 @@ def report(path: Path) -> str:
         f"Card ceilings on the same machine: {'; '.join(ceilings)}.",
         "",
         f"Measured: {shown} ({len(rows)} steps). Ratio = "
-        "the model's kernel time (per-step and host costs set to zero) / measured time; "
+        "the model's kernel time (per-step and host costs set to zero, per-layer latency "
+        "kept) / measured time; "
         "median (range):",
         "",
         summary(rows),

@@ -99,11 +99,12 @@ BENCHES = (
     Bench(
         "gpu_forward",
         "Kernel terms vs forward passes timed on a GPU",
-        "The performance model's kernel time (its per-step and host costs set to zero) for "
-        "decode and prefill steps timed on one NVIDIA H200 (`bench/gpu_forward.py measure`: "
-        "random weights, CUDA graphs; committed as bench/data/gpu_forward_h200.csv). Runs on "
-        "the CPU from those measurements.",
-        args=("compare", "bench/data/gpu_forward_h200.csv"),
+        "The performance model's kernel time (its per-step and host costs set to zero, its "
+        "per-layer latency kept) for decode and prefill steps timed on one NVIDIA H100 SXM and "
+        "one NVIDIA H200 (`bench/gpu_forward.py measure`: random weights, CUDA graphs; "
+        "committed as bench/data/gpu_forward_h100.csv and gpu_forward_h200.csv). Runs on the "
+        "CPU from those measurements.",
+        args=("compare", "bench/data/gpu_forward_h100.csv", "bench/data/gpu_forward_h200.csv"),
         timed=False,
     ),
     Bench(

@@ -35,7 +35,9 @@ ESTIMATES = "Cost of one estimate"
 SERVED = "Served throughput: cached plans vs /healthz"
 MEMORY = "Server memory under distinct plans"
 CURVES = "Uncached curve cost"
-GPU_KERNELS = "Kernel terms vs forward passes timed on a GPU"
+# The subsections of "Kernel terms vs forward passes timed on a GPU", one per card measured
+# (the GPU's name as PyTorch reports it).
+GPU_KERNEL_CARDS = ("NVIDIA H100 80GB HBM3", "NVIDIA H200")
 MACHINE = "Benchmark results"
 """The file's title: the machine of the full run is listed under it."""
 
@@ -224,15 +226,19 @@ def estimates(text: str) -> str:
 
 
 def gpu_kernels(text: str) -> str:
-    """The card's measured ceilings and, per engine profile, the model's kernel time over the
-    measured one (median and range) for each kind of step."""
-    ceilings = figure(text, GPU_KERNELS, r"Card ceilings on the same machine: (?P<c>[^\n]+?)\.\n")
-    first = table(text, GPU_KERNELS, ("engine",))
-    intro = (
-        f"Ceilings measured on the card: {ceilings['c']}. Model kernel time / measured, median "
-        "(range):"
-    )
-    return _table_after(intro, first.header, first.rows)
+    """Per measured card (:data:`GPU_KERNEL_CARDS`, each a subsection): its measured ceilings
+    and, per engine profile, the model's kernel time over the measured one (median and range)
+    for each kind of step."""
+    parts = []
+    for card in GPU_KERNEL_CARDS:
+        ceilings = figure(text, card, r"Card ceilings on the same machine: (?P<c>[^\n]+?)\.\n")
+        first = table(text, card, ("engine",))
+        intro = (
+            f"{card}: ceilings measured on the card: {ceilings['c']}. Model kernel time / "
+            "measured, median (range):"
+        )
+        parts.append(_table_after(intro, first.header, first.rows))
+    return "\n".join(parts)
 
 
 def _throughput(text: str, logging: str) -> list[str]:
