@@ -102,6 +102,20 @@ options  kept
 
 ## Kernel terms vs forward passes timed on a GPU
 
+### NVIDIA H100 80GB HBM3
+
+Card ceilings on the same machine: 4 GB sum: 3000 GB/s (bf16); 8192^3 GEMM: 790 TFLOP/s (bf16).
+
+| engine | bf16 decode | bf16 prefill >= 512 tokens |
+| --- | ---: | ---: |
+| e-1 | 1.30 (1.10-1.40) | 1.10 (1.00-1.20) |
+
+| model | step | measured ms | e-1 ms (x) |
+| --- | --- | ---: | ---: |
+| m-1 bf16 | decode b=1 ctx=512 | 6.50 | 8.45 (1.30) |
+
+### NVIDIA H200
+
 Card ceilings on the same machine: 4 GB sum: 4000 GB/s (bf16); 8192^3 GEMM: 700 TFLOP/s (bf16).
 
 | engine | bf16 decode | bf16 prefill >= 512 tokens |
@@ -181,8 +195,15 @@ def test_estimates_sentence_counts_the_model_gpu_pairs() -> None:
 
 def test_gpu_kernels_copies_the_ceilings_and_the_engine_summary() -> None:
     assert readme_bench.gpu_kernels(RESULTS).splitlines() == [
-        "Ceilings measured on the card: 4 GB sum: 4000 GB/s (bf16); 8192^3 GEMM: 700 TFLOP/s "
-        "(bf16). Model kernel time / measured, median (range):",
+        "NVIDIA H100 80GB HBM3: ceilings measured on the card: 4 GB sum: 3000 GB/s (bf16); "
+        "8192^3 GEMM: 790 TFLOP/s (bf16). Model kernel time / measured, median (range):",
+        "",
+        "| engine | bf16 decode | bf16 prefill >= 512 tokens |",
+        "| --- | ---: | ---: |",
+        "| e-1 | 1.30 (1.10-1.40) | 1.10 (1.00-1.20) |",
+        "",
+        "NVIDIA H200: ceilings measured on the card: 4 GB sum: 4000 GB/s (bf16); "
+        "8192^3 GEMM: 700 TFLOP/s (bf16). Model kernel time / measured, median (range):",
         "",
         "| engine | bf16 decode | bf16 prefill >= 512 tokens |",
         "| --- | ---: | ---: |",
