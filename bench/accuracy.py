@@ -24,7 +24,8 @@ Also printed:
 * throughput whose source does not say whether tokens/s counts output tokens or all tokens
   (AMD's MI300X vLLM results): scored both ways with the committed constants, never fitted,
   the only check of the CDNA 3 judgement (hopper-hbm efficiencies x 0.85, ``hardware``);
-* residuals by load kind, batch and source, for the physics work.
+* residuals by load kind, client count, the model's running batch and source, for the
+  physics work.
 
 Per engine x metric (peak throughput, throughput at a load, TTFT, TPOT, ITL, E2E) x GPU: rows,
 median absolute percentage error (APE = |predicted / measured - 1|), share within 25 %,
@@ -62,7 +63,7 @@ from bench._calibration_data import (  # noqa: E402
     load_undefined_throughput,
     loso_splits,
 )
-from bench._predict import apply_flags, predict_rows  # noqa: E402
+from bench._predict import apply_flags, predict_rows, predict_run  # noqa: E402
 from bench.calibrate import (  # noqa: E402
     SERVING_ENGINES,
     STAGE_A_ENGINES,
@@ -572,6 +573,31 @@ def _batch_class(r: Row) -> str:
     return f"{r.load}, TP{r.tp}"
 
 
+RUNNING_BATCH_CLASSES = ((1.0, "1"), (16.0, "2-16"), (128.0, "17-128"), (512.0, "129-512"))
+
+
+def running_batch_class(gpus: Mapping[str, GpuSpec]) -> Callable[[Row], str]:
+    """Groups rows by the running batch the model puts on one replica for the row's run (the
+    committed constants; concurrency, KV-cache and batch caps as the engine sets them): where
+    the model holds and where it does not, whatever the client count of the benchmark."""
+    cal = calibration_from_mapping(FITTED)
+    memo: dict[tuple[object, ...], float] = {}
+
+    def by(r: Row) -> str:
+        if r.run_key not in memo:
+            try:
+                memo[r.run_key] = predict_run(r, gpus, cal).batch
+            except (ValueError, ZeroDivisionError, OverflowError):
+                memo[r.run_key] = math.nan
+        b = memo[r.run_key]
+        if not (math.isfinite(b) and b > 0.0):
+            return "running batch: not predicted"
+        label = next((name for top, name in RUNNING_BATCH_CLASSES if b <= top), "> 512")
+        return f"running batch {label}"
+
+    return by
+
+
 def _source_label(r: Row) -> str:
     tail = r.source.split("@", 1)[-1]
     parts = tail.replace(" ", "/").split("/")
@@ -716,6 +742,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     out += ["## Residuals (LOSO, fixed-length rows)", ""]
     out += residual_lines(fixed, val.preds, lambda r: r.load, "By load kind")
     out += residual_lines(fixed, val.preds, _batch_class, "By load size and tensor parallelism")
+    out += residual_lines(
+        fixed, val.preds, running_batch_class(gpus), "By the model's running batch per replica"
+    )
     out += residual_lines(fixed, val.preds, _source_label, "By source")
     out += ["## Rows read and left out", ""]
     out += skip_lines(report)
@@ -778,6 +807,9 @@ def quick_serving_report(
     out += [line for line in target_lines(fixed, val.preds) if line.startswith(mine)]
     out += ["", *table(fixed, val.preds, gpus, "LOSO, refitted per engine build", per_gpu=False)]
     out += residual_lines(fixed, val.preds, lambda r: r.load, "By load kind")
+    out += residual_lines(
+        fixed, val.preds, running_batch_class(gpus), "By the model's running batch per replica"
+    )
     out += residual_lines(fixed, val.preds, _source_label, "By source")
     print("\n".join(out))
     return 0

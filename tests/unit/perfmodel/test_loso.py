@@ -12,7 +12,7 @@ import pytest
 import bench.accuracy as accuracy
 from bench._baseline_calibration import BASELINE_FITTED
 from bench._calibration_data import Row, load_gpus, load_rows, loso_splits
-from bench._predict import constants_key
+from bench._predict import constants_key, predict_run
 from bench.calibrate import SERVING_ENGINES
 from service.domain.catalog import GpuSpec
 from service.domain.perfmodel.calibration import calibration_from_mapping
@@ -110,3 +110,34 @@ def test_a_held_out_nim_build_gets_the_newest_trtllm_build_not_its_namesake(
     assert constants_key(replace(trtllm, version="0.16", build="trtllm-0.16"), cal) == (
         "trtllm-0.17"
     )
+
+
+def test_residuals_group_rows_by_the_running_batch_the_model_puts_on_a_replica(
+    rows: list[Row],
+) -> None:
+    """The residual table by running batch classes each run by the batch the committed model
+    predicts for one replica, whatever the benchmark's client count: one client keeps one
+    sequence running, and a 32,000-token Qwen3-32B request fills one A100's KV cache alone,
+    though GPUStack sent 100 of them at once."""
+    gpus = load_gpus()
+    by = accuracy.running_batch_class(gpus)
+    one_client = next(
+        r for r in rows if r.engine == "vllm" and r.load == "concurrency" and r.load_n == 1
+    )
+    assert by(one_client) == "running batch 1"
+    long_prompts = next(
+        r
+        for r in rows
+        if r.model.id == "qwen3-32b" and r.gpu_id == "a100-sxm-80gb" and r.input_len == 32000
+    )
+    assert long_prompts.load == "burst" and long_prompts.load_n == 100
+    assert by(long_prompts) == "running batch 1"
+    cal = calibration_from_mapping(FITTED)
+    bounds = [(1.0, "1"), (16.0, "2-16"), (128.0, "17-128"), (512.0, "129-512")]
+    for r in rows[::97]:
+        b = predict_run(r, gpus, cal).batch
+        if not b > 0.0:
+            assert by(r) == "running batch: not predicted"
+            continue
+        expected = next((name for top, name in bounds if b <= top), "> 512")
+        assert by(r) == f"running batch {expected}"
