@@ -316,10 +316,10 @@ def static_batch_point(s: Setup, l_in: int, l_out: int, clients: int) -> RunPred
         )
     b = float(max(b_mem, 1))
     op = operating_point(s, b, l_in, l_out)
-    ttft = max(clients / op.lam - n_dec * op.tau, op.ttft)
-    e2e = (ttft + n_dec * op.tau) * ms
+    ttft = max(clients / op.lam - n_dec * op.tau_dec, op.ttft)
+    e2e = (ttft + n_dec * op.tau_dec) * ms
     return RunPrediction(
-        op.lam * lo, op.lam, ttft * ms, ttft * ms, op.tau * ms, op.tau0 * ms, e2e, e2e, b
+        op.lam * lo, op.lam, ttft * ms, ttft * ms, op.tau_dec * ms, op.tau0 * ms, e2e, e2e, b
     )
 
 

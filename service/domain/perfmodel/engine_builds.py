@@ -606,26 +606,26 @@ PROFILES: dict[str, object] = {
         "validation": {
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.0317,
-                    "median_ape": 0.3144,
+                    "bias": -0.0322,
+                    "median_ape": 0.3155,
                     "n": 8,
                     "within_25pct": 0.375,
                 },
                 "peak_throughput": {
-                    "bias": 0.0554,
-                    "median_ape": 0.1725,
+                    "bias": 0.0564,
+                    "median_ape": 0.1732,
                     "n": 8,
                     "within_25pct": 0.75,
                 },
                 "tpot": {
-                    "bias": 0.0266,
-                    "median_ape": 0.1327,
+                    "bias": 0.0249,
+                    "median_ape": 0.1316,
                     "n": 16,
                     "within_25pct": 0.5625,
                 },
                 "ttft": {
-                    "bias": -0.1451,
-                    "median_ape": 0.1451,
+                    "bias": -0.1445,
+                    "median_ape": 0.1445,
                     "n": 16,
                     "within_25pct": 0.6875,
                 },
@@ -648,10 +648,10 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ampere-hbm": {
                 "itl": {
-                    "bias": 0.1359,
-                    "median_ape": 0.2431,
+                    "bias": 0.0857,
+                    "median_ape": 0.2326,
                     "n": 36,
-                    "within_25pct": 0.5278,
+                    "within_25pct": 0.5556,
                 },
                 "peak_throughput": {
                     "bias": -0.0576,
@@ -660,10 +660,10 @@ PROFILES: dict[str, object] = {
                     "within_25pct": 0.5278,
                 },
                 "tpot": {
-                    "bias": 0.1428,
-                    "median_ape": 0.2376,
+                    "bias": 0.0915,
+                    "median_ape": 0.2278,
                     "n": 72,
-                    "within_25pct": 0.5278,
+                    "within_25pct": 0.5556,
                 },
                 "ttft": {
                     "bias": -0.0639,
@@ -677,25 +677,25 @@ PROFILES: dict[str, object] = {
                     "bias": 0.0131,
                     "median_ape": 0.1249,
                     "n": 32,
-                    "within_25pct": 0.7188,
+                    "within_25pct": 0.7812,
                 },
                 "peak_throughput": {
                     "bias": -0.0589,
-                    "median_ape": 0.2293,
+                    "median_ape": 0.2249,
                     "n": 32,
-                    "within_25pct": 0.5625,
+                    "within_25pct": 0.5938,
                 },
                 "tpot": {
                     "bias": -0.035,
-                    "median_ape": 0.1753,
+                    "median_ape": 0.1701,
                     "n": 64,
-                    "within_25pct": 0.75,
+                    "within_25pct": 0.7812,
                 },
                 "ttft": {
-                    "bias": -0.1893,
+                    "bias": -0.1854,
                     "median_ape": 0.1994,
                     "n": 64,
-                    "within_25pct": 0.6094,
+                    "within_25pct": 0.6406,
                 },
             },
         },
@@ -714,8 +714,8 @@ PROFILES: dict[str, object] = {
         "validation": {
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.4423,
-                    "median_ape": 0.4423,
+                    "bias": -0.4405,
+                    "median_ape": 0.4405,
                     "n": 5,
                     "within_25pct": 0.2,
                 },
@@ -726,8 +726,8 @@ PROFILES: dict[str, object] = {
                     "within_25pct": 0.2,
                 },
                 "tpot": {
-                    "bias": -0.4332,
-                    "median_ape": 0.4332,
+                    "bias": -0.4317,
+                    "median_ape": 0.4317,
                     "n": 10,
                     "within_25pct": 0.2,
                 },
@@ -754,20 +754,20 @@ PROFILES: dict[str, object] = {
         "validation": {
             "hopper-hbm": {
                 "itl": {
-                    "bias": 0.1813,
-                    "median_ape": 0.1813,
+                    "bias": 0.1892,
+                    "median_ape": 0.1892,
                     "n": 5,
                     "within_25pct": 0.6,
                 },
                 "throughput_at_load": {
-                    "bias": -0.0296,
-                    "median_ape": 0.0611,
+                    "bias": -0.0358,
+                    "median_ape": 0.0547,
                     "n": 5,
                     "within_25pct": 1.0,
                 },
                 "ttft": {
-                    "bias": 0.543,
-                    "median_ape": 0.543,
+                    "bias": 0.5417,
+                    "median_ape": 0.5417,
                     "n": 5,
                     "within_25pct": 0.4,
                 },

@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from service.domain.perfmodel.coefficients import Setup
 from service.domain.perfmodel.iteration import MIN_CHUNK, mean_context
-from service.domain.perfmodel.memory import token_budget
+from service.domain.perfmodel.memory import beside_decode_share, token_budget
 from service.domain.perfmodel.queueing import effective_output
 
 __all__ = ["Lanes", "Points", "broken_codes", "lanes", "points", "quantiles", "take"]
@@ -33,7 +33,8 @@ _NO_ALGORITHM = 1e30  # padding for lanes with fewer all-reduce algorithms (neve
 class Lanes:
     """Per-lane constants: the :class:`~service.domain.perfmodel.coefficients.Setup` fields
     the iteration time reads, and the shape's lengths (``lo`` the effective output, ``n_dec``
-    its decode iterations, ``c`` the mean context, ``budget`` the token budget)."""
+    its decode iterations, ``c`` the mean context, ``budget`` the token budget, ``share`` the
+    prompt work beside a decode, ``memory.beside_decode_share``)."""
 
     g_dense: Array
     g_head: Array
@@ -61,6 +62,7 @@ class Lanes:
     n_dec: Array
     c: Array
     budget: Array
+    share: Array
 
 
 def lanes(setups: Sequence[Setup], shapes: Sequence[tuple[int, int]]) -> Lanes:
@@ -118,6 +120,12 @@ def lanes(setups: Sequence[Setup], shapes: Sequence[tuple[int, int]]) -> Lanes:
         budget=np.array(
             [token_budget(s, i, o) for s, (i, _), o in zip(setups, shapes, outs, strict=True)]
         ),
+        share=np.array(
+            [
+                beside_decode_share(s, i, o)
+                for s, (i, _), o in zip(setups, shapes, outs, strict=True)
+            ]
+        ),
     )
 
 
@@ -164,6 +172,8 @@ class Points:
     rho: Array
     ttft: Array
     busy: Array
+    f_dec: Array
+    tau_dec: Array
 
 
 def points(ln: Lanes, b: Array) -> Points:
@@ -197,9 +207,11 @@ def points(ln: Lanes, b: Array) -> Points:
     rho = np.minimum(lam * service, 0.999999)
     busy = -np.expm1(-b)
     wait = rho * service / (2.0 * (1.0 - rho)) + busy * residual
+    whole = ln.share >= 1.0  # every prompt beside the decodes (as the scalar path: exactly)
     return Points(
-        b, lam, tau0, tau, tau1, f, service, residual, s1, rho, s1 + wait + ln.ttft_oh, busy
-    )
+        b, lam, tau0, tau, tau1, f, service, residual, s1, rho, s1 + wait + ln.ttft_oh, busy,
+        np.where(whole, f, ln.share * f), np.where(whole, tau, tau0 + ln.share * (tau - tau0)),
+    )  # fmt: skip
 
 
 def quantiles(ln: Lanes, pt: Points, q: float, z: float) -> tuple[Array, Array, Array]:
@@ -212,11 +224,12 @@ def quantiles(ln: Lanes, pt: Points, q: float, z: float) -> tuple[Array, Array, 
     waits = (q > idle) & (pt.busy > 0.0)
     resid = np.where(waits, 2.0 * pt.residual * (q - idle) / np.where(waits, pt.busy, 1.0), 0.0)
     ttft = pt.s1 + w + resid + ln.ttft_oh
-    spread = (pt.tau1 - pt.tau0) * np.sqrt(pt.f * (1.0 - pt.f) / ln.n_dec)
-    tpot = np.minimum(np.maximum(pt.tau + z * spread, pt.tau0), np.maximum(pt.tau1, pt.tau))
-    mean = pt.ttft + ln.n_dec * pt.tau
+    spread = (pt.tau1 - pt.tau0) * np.sqrt(pt.f_dec * (1.0 - pt.f_dec) / ln.n_dec)
+    tpot = pt.tau_dec + z * spread
+    tpot = np.minimum(np.maximum(tpot, pt.tau0), np.maximum(pt.tau1, pt.tau_dec))
+    mean = pt.ttft + ln.n_dec * pt.tau_dec
     d1 = ttft - pt.ttft
-    d2 = ln.n_dec * (tpot - pt.tau)
+    d2 = ln.n_dec * (tpot - pt.tau_dec)
     if q <= 0.5:
         e2e = mean + np.minimum(d1, 0.0) + np.minimum(d2, 0.0)
     else:

@@ -20,6 +20,7 @@ from service.domain.perfmodel.coefficients import Setup
 
 __all__ = [
     "activation_bytes",
+    "beside_decode_share",
     "kv_pool_bytes",
     "memory_batch_cap",
     "sequence_kv_bytes",
@@ -86,6 +87,25 @@ def memory_batch_cap(s: Setup, l_in: int, l_out: int) -> int:
     if pool <= 0.0 or per_seq <= 0.0:
         return 0
     return int(pool / per_seq)
+
+
+def beside_decode_share(s: Setup, l_in: int, l_out: int) -> float:
+    """Share of the other requests' prompt work that can run beside one request's decode.
+
+    A prompt is prefilled into KV blocks. While a sequence decodes in a pool that holds fewer
+    than two sequences (``n = pool / per-sequence`` in ``[1, 2)``), the next request can take
+    only the blocks that sequence leaves free, so at most ``n - 1`` of its prompt is prefilled
+    beside that decode (paged engines fill free blocks; a reserving engine admits none: the
+    free blocks are the upper bound); the rest runs once the sequence completes, in iterations
+    with no decode. With room for two or more sequences every prompt can be prefilled beside
+    running decodes, and all of the prompt work is charged to them (1.0). Not even one
+    sequence fitting is the caller's rejection (1.0 here).
+    """
+    pool = kv_pool_bytes(s, l_in, l_out)
+    per_seq = sequence_kv_bytes(s, tokens_per_sequence(s, l_in, l_out))
+    if pool <= 0.0 or per_seq <= 0.0:
+        return 1.0
+    return min(max(pool / per_seq - 1.0, 0.0), 1.0)
 
 
 def token_budget_cap(s: Setup, l_in: int, l_out: int) -> float:

@@ -25,6 +25,16 @@ TPOT and E2E percentiles there.
 * TPOT percentiles: a request's ``L_out - 1`` decode iterations include a Binomial(``L_out - 1``,
   ``f``) number of prompt-carrying ones; with a normal approximation,
   ``TPOT_q = tau + z_q (tau1 - tau0) sqrt(f (1 - f) / (L_out - 1))``.
+* Prompts beside a decode: the iterations above charge every prompt to the running decodes,
+  which holds while the KV pool has room for the next prompt beside them. A pool that holds
+  ``n`` sequences with ``1 <= n < 2`` runs one sequence at a time and only ``n - 1`` of the
+  next prompt fits beside it (``memory.beside_decode_share``); the rest is prefilled after it
+  completes, in iterations no decode waits on. A request's decode then sees the share
+  ``f_dec = (n - 1) f`` and ``tau_dec = tau0 + (n - 1)(tau - tau0)`` (TPOT and E2E use these);
+  the engine's work per request, hence ``lambda``, is unchanged, so in a closed loop the
+  prompt's wait moves into TTFT. GPUStack's Qwen3-32B at 32,000/77 tokens on one A100 (vLLM
+  0.11, a pool of one sequence) decodes at 64-68 ms per token, a batch-1 step; charging it the
+  next prompts' prefill would say 270 ms.
 * E2E = TTFT + (L_out - 1) TPOT; its percentile adds the two excesses over their means in
   quadrature (independent tails).
 * Closed loops (:func:`prompt_waves`, :func:`closed_loop_ttft`): ``N`` clients with identical
@@ -67,7 +77,7 @@ from statistics import NormalDist
 
 from service.domain.perfmodel.coefficients import Setup
 from service.domain.perfmodel.iteration import iteration_mix, iteration_time, mean_context
-from service.domain.perfmodel.memory import token_budget
+from service.domain.perfmodel.memory import beside_decode_share, token_budget
 from service.domain.perfmodel.values import LatencyPercentiles
 
 __all__ = [
@@ -99,7 +109,10 @@ class OperatingPoint:
     ``f`` share of iterations carrying prompts; ``delta`` GPU time one prompt adds; ``service``
     prompt-queue service time; ``residual`` mean residual of the iteration in flight given the
     engine is busy; ``busy`` the probability an arrival finds it busy; ``s1`` first-token
-    service; ``rho`` prompt-queue utilisation; ``ttft`` mean TTFT."""
+    service; ``rho`` prompt-queue utilisation; ``ttft`` mean TTFT; ``f_dec`` and ``tau_dec``
+    the share of prompt-carrying iterations and the mean iteration time one request sees while
+    it decodes (``memory.beside_decode_share``: below ``f`` and ``tau`` when the KV pool holds
+    fewer than two sequences, so prompts wait for the decode to finish)."""
 
     b: float
     lam: float
@@ -114,7 +127,9 @@ class OperatingPoint:
     rho: float
     ttft: float
     n_dec: int
-    busy: float = 1.0
+    busy: float
+    f_dec: float
+    tau_dec: float
 
 
 def effective_output(l_out: int) -> int:
@@ -133,9 +148,13 @@ def operating_point(s: Setup, b: float, l_in: int, l_out: int) -> OperatingPoint
     rho = min(lam * mix.service, 0.999999)
     busy = -math.expm1(-b)
     wait = rho * mix.service / (2.0 * (1.0 - rho)) + busy * mix.residual
+    share = beside_decode_share(s, l_in, lo)
+    f_dec, tau_dec = mix.f, mix.tau
+    if share < 1.0:
+        f_dec, tau_dec = share * mix.f, mix.tau0 + share * (mix.tau - mix.tau0)
     return OperatingPoint(
         b, lam, mix.tau0, mix.tau, mix.tau1, mix.f, mix.delta, mix.service, mix.residual,
-        mix.s1, rho, mix.s1 + wait + s.ttft_oh_s, n_dec, busy,
+        mix.s1, rho, mix.s1 + wait + s.ttft_oh_s, n_dec, busy, f_dec, tau_dec,
     )  # fmt: skip
 
 
@@ -248,19 +267,20 @@ def ttft_q(s: Setup, op: OperatingPoint, q: float) -> float:
 
 def tpot_q(op: OperatingPoint, q: float) -> float:
     """TPOT percentile ``q`` (0-1), seconds: normal approximation of the Binomial count of
-    prompt-carrying iterations in a request's decode, within ``[tau0, tau1]`` (no iteration
-    or every iteration carrying prompts; the clamp also keeps the approximation monotone in
-    the share ``f`` near ``f = 1``)."""
-    spread = (op.tau1 - op.tau0) * math.sqrt(op.f * (1.0 - op.f) / op.n_dec)
-    return min(max(op.tau + normal_quantile(q) * spread, op.tau0), max(op.tau1, op.tau))
+    prompt-carrying iterations in a request's decode (share ``f_dec``), within ``[tau0, tau1]``
+    (no iteration or every iteration carrying prompts; the clamp also keeps the approximation
+    monotone in the share near 1)."""
+    spread = (op.tau1 - op.tau0) * math.sqrt(op.f_dec * (1.0 - op.f_dec) / op.n_dec)
+    tpot = op.tau_dec + normal_quantile(q) * spread
+    return min(max(tpot, op.tau0), max(op.tau1, op.tau_dec))
 
 
 def e2e_q(s: Setup, op: OperatingPoint, q: float) -> float:
     """E2E percentile ``q`` (0-1), seconds: mean plus the TTFT and decode excesses added in
     quadrature (independent tails); below the median the deficits are added."""
-    mean = op.ttft + op.n_dec * op.tau
+    mean = op.ttft + op.n_dec * op.tau_dec
     d1 = ttft_q(s, op, q) - op.ttft
-    d2 = op.n_dec * (tpot_q(op, q) - op.tau)
+    d2 = op.n_dec * (tpot_q(op, q) - op.tau_dec)
     if q <= 0.5:
         return mean + min(d1, 0.0) + min(d2, 0.0)
     return mean + math.hypot(max(d1, 0.0), max(d2, 0.0))

@@ -13,7 +13,9 @@ Serving under load (continuous batching, one replica):
   point by parametrising on ``B``). Prefill interference is therefore
   ``TPOT = tau0 / (1 - rho_p)`` with ``rho_p = lambda delta``, ``delta`` the GPU time one
   prompt adds. Given a ``qps`` we solve ``lambda(B) = qps`` (a bracketed root; ``lambda`` grows
-  with ``B``); a ``qps`` above ``lambda(B_max)`` is overload.
+  with ``B``); a ``qps`` above ``lambda(B_max)`` is overload. A KV pool of fewer than two
+  sequences keeps most of the next prompt out of the running decode (``queueing``: TPOT
+  ``tau_dec``, below ``tau``; ``lambda`` unchanged).
 * TTFT, TPOT and E2E means and percentiles at a steady state: see ``queueing``.
 * No ``concurrency`` and no ``qps``: the peak-throughput point, ``B`` at the memory or engine cap
   (``lambda -> infinity`` limit of vendor throughput tables). TTFT there is *unqueued* (first-token
@@ -289,7 +291,7 @@ def _at_qps(s: Setup, caps: BatchCaps, l_in: int, l_out: int, qps: float) -> _Po
         return _Point(top, INF, INF, INF, LatencyPercentiles(*([INF] * 12)), reason, True)
     b = solve_increasing(lambda x: operating_point(s, x, l_in, l_out).lam, qps, 1e-6, float(b_max))
     op = operating_point(s, b, l_in, l_out)
-    ttft, tpot = op.ttft, op.tau
+    ttft, tpot = op.ttft, op.tau_dec
     full = op.b >= b_max * (1.0 - 1e-6)
     return _Point(op, ttft, tpot, ttft + n_dec * tpot, latency_percentiles(s, op), saturated=full)
 
@@ -315,8 +317,8 @@ def _closed_loop(s: Setup, caps: BatchCaps, l_in: int, l_out: int, concurrency: 
     ttft = ttft_at(b)
     saturated = concurrency >= caps.b_max
     if concurrency > admitted:
-        ttft = concurrency / op.lam - n_dec * op.tau
-    return _Point(op, ttft, op.tau, ttft + n_dec * op.tau, saturated=saturated)
+        ttft = concurrency / op.lam - n_dec * op.tau_dec
+    return _Point(op, ttft, op.tau_dec, ttft + n_dec * op.tau_dec, saturated=saturated)
 
 
 def _peak(s: Setup, caps: BatchCaps, l_in: int, l_out: int) -> _Point:
@@ -324,7 +326,7 @@ def _peak(s: Setup, caps: BatchCaps, l_in: int, l_out: int) -> _Point:
     the prompt queue has no finite mean worth reporting)."""
     n_dec = effective_output(l_out) - 1
     op = operating_point(s, float(caps.b_max), l_in, l_out)
-    ttft, tpot = op.s1 + op.busy * op.residual + s.ttft_oh_s, op.tau
+    ttft, tpot = op.s1 + op.busy * op.residual + s.ttft_oh_s, op.tau_dec
     return _Point(op, ttft, tpot, ttft + n_dec * tpot, saturated=True)
 
 
