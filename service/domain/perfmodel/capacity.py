@@ -29,6 +29,7 @@ from service.domain.perfmodel.calibration import (
 from service.domain.perfmodel.coefficients import Setup, build_setup
 from service.domain.perfmodel.correction import with_correction
 from service.domain.perfmodel.engine_limits import card_profile
+from service.domain.perfmodel.memory import beside_decode_share
 from service.domain.perfmodel.queueing import (
     OperatingPoint,
     e2e_q,
@@ -166,12 +167,13 @@ def _narrow_batch(
     f_hi = max(f_top, _TINY)
     moved = ""  # the end the last step moved
     widths = [math.inf] * SAFEGUARD_STEPS
+    share = beside_decode_share(s, l_in, lone.n_dec + 1)
     for step in range(MAX_STEPS):
         if hi - lo <= TOLERANCE * hi:
             break
         mid = next_batch(lo, hi, f_lo, f_hi, widths[step % SAFEGUARD_STEPS])
         widths[step % SAFEGUARD_STEPS] = hi - lo
-        op = operating_point(s, mid, l_in, l_out)
+        op = operating_point(s, mid, l_in, l_out, share)
         m = _slo_metrics(s, op, q)
         broken = _violation(slo, m)
         f = excess(m, slo)

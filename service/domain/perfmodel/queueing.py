@@ -137,9 +137,12 @@ def effective_output(l_out: int) -> int:
     return max(l_out, 2)
 
 
-def operating_point(s: Setup, b: float, l_in: int, l_out: int) -> OperatingPoint:
+def operating_point(
+    s: Setup, b: float, l_in: int, l_out: int, share: float | None = None
+) -> OperatingPoint:
     """Steady state with ``b`` sequences decoding under Poisson arrivals (``lambda`` from
-    Little's law; the prompt queue is M/D/1)."""
+    Little's law; the prompt queue is M/D/1). ``share``: ``memory.beside_decode_share`` of
+    the shape, where a search over ``b`` has it already (it does not depend on ``b``)."""
     lo = effective_output(l_out)
     n_dec = lo - 1
     b = max(b, 1e-9)
@@ -148,7 +151,8 @@ def operating_point(s: Setup, b: float, l_in: int, l_out: int) -> OperatingPoint
     rho = min(lam * mix.service, 0.999999)
     busy = -math.expm1(-b)
     wait = rho * mix.service / (2.0 * (1.0 - rho)) + busy * mix.residual
-    share = beside_decode_share(s, l_in, lo)
+    if share is None:
+        share = beside_decode_share(s, l_in, lo)
     f_dec, tau_dec = mix.f, mix.tau
     if share < 1.0:
         f_dec, tau_dec = share * mix.f, mix.tau0 + share * (mix.tau - mix.tau0)

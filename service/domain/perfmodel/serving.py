@@ -64,6 +64,7 @@ from service.domain.perfmodel.hardware import accuracy_family
 from service.domain.perfmodel.iteration import iteration_parts, mean_context, prefill_per_iteration
 from service.domain.perfmodel.memory import (
     activation_bytes,
+    beside_decode_share,
     kv_pool_bytes,
     memory_batch_cap,
     sequence_kv_bytes,
@@ -289,8 +290,11 @@ def _at_qps(s: Setup, caps: BatchCaps, l_in: int, l_out: int, qps: float) -> _Po
             f"for {l_in}/{l_out} tokens (running batch capped at {b_max} by {caps.limited_by})"
         )
         return _Point(top, INF, INF, INF, LatencyPercentiles(*([INF] * 12)), reason, True)
-    b = solve_increasing(lambda x: operating_point(s, x, l_in, l_out).lam, qps, 1e-6, float(b_max))
-    op = operating_point(s, b, l_in, l_out)
+    share = beside_decode_share(s, l_in, n_dec + 1)
+    b = solve_increasing(
+        lambda x: operating_point(s, x, l_in, l_out, share).lam, qps, 1e-6, float(b_max)
+    )
+    op = operating_point(s, b, l_in, l_out, share)
     ttft, tpot = op.ttft, op.tau_dec
     full = op.b >= b_max * (1.0 - 1e-6)
     return _Point(op, ttft, tpot, ttft + n_dec * tpot, latency_percentiles(s, op), saturated=full)
@@ -307,13 +311,15 @@ def _closed_loop(s: Setup, caps: BatchCaps, l_in: int, l_out: int, concurrency: 
     def ttft_at(b: float) -> float:
         return closed_loop_ttft(waves, rotating_ttft(s, waves, admitted, b, l_in, l_out), admitted)
 
+    share = beside_decode_share(s, l_in, n_dec + 1)
+
     b = solve_increasing(
-        lambda x: x + operating_point(s, x, l_in, l_out).lam * ttft_at(x),
+        lambda x: x + operating_point(s, x, l_in, l_out, share).lam * ttft_at(x),
         float(admitted),
         1e-6,
         float(admitted),
     )
-    op = operating_point(s, b, l_in, l_out)
+    op = operating_point(s, b, l_in, l_out, share)
     ttft = ttft_at(b)
     saturated = concurrency >= caps.b_max
     if concurrency > admitted:
