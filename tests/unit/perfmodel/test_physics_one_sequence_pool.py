@@ -64,6 +64,14 @@ def _setup(case: Case, cal: Calibration) -> Setup:
     return build_setup(PRESETS[model], d, PUBLIC_PROFILES[d.engine], cal)
 
 
+def _pools(case: Case, sizes: tuple[float, ...]) -> list[Setup]:
+    """The case's deployment under the shipped fit, on cards whose KV pool holds each of
+    ``sizes`` sequences of the case's shape."""
+    _, _, l_in, l_out = case
+    base = _setup(case, perturbed()[0])
+    return [_pool_of(base, l_in, l_out, n) for n in sizes]
+
+
 @pytest.mark.parametrize("cal", perturbed()[:3], ids=range(3))
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_a_pool_of_one_sequence_decodes_at_the_pure_decode_step(
@@ -83,14 +91,11 @@ def test_a_pool_of_one_sequence_decodes_at_the_pure_decode_step(
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_the_prompt_work_beside_a_decode_grows_with_the_free_room(
-    case: Case,
-) -> None:
-    _, _, l_in, l_out = case
-    base = _setup(case, perturbed()[0])
+def test_the_prompt_work_beside_a_decode_grows_with_the_free_room(case: Case) -> None:
+    sizes = (1.0, 1.2, 1.5, 1.8, 2.0, 2.5, 6.0)
+    l_in, l_out = case[2], case[3]
     last = 0.0
-    for n in (1.0, 1.2, 1.5, 1.8, 2.0, 2.5, 6.0):
-        s = _pool_of(base, l_in, l_out, n)
+    for n, s in zip(sizes, _pools(case, sizes), strict=True):
         share = beside_decode_share(s, l_in, l_out)
         assert share == pytest.approx(min(n - 1.0, 1.0), abs=1e-9)
         op = operating_point(s, 1.0, l_in, l_out)
@@ -104,14 +109,8 @@ def test_the_prompt_work_beside_a_decode_grows_with_the_free_room(
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_where_the_prompts_run_does_not_change_the_work_per_request(
-    case: Case,
-) -> None:
-    _, _, l_in, l_out = case
-    base = _setup(case, perturbed()[0])
-    ops = [
-        operating_point(_pool_of(base, l_in, l_out, n), 0.8, l_in, l_out) for n in (1.0, 1.5, 3.0)
-    ]
+def test_where_the_prompts_run_does_not_change_the_work_per_request(case: Case) -> None:
+    ops = [operating_point(s, 0.8, case[2], case[3]) for s in _pools(case, (1.0, 1.5, 3.0))]
     for op in ops[1:]:
         assert op.lam == pytest.approx(ops[0].lam, rel=1e-12)
         assert op.tau == pytest.approx(ops[0].tau, rel=1e-12)
@@ -120,9 +119,8 @@ def test_where_the_prompts_run_does_not_change_the_work_per_request(
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_the_array_path_matches_the_scalar_path(case: Case) -> None:
-    _, _, l_in, l_out = case
-    base = _setup(case, perturbed()[0])
-    setups = [_pool_of(base, l_in, l_out, n) for n in (1.0, 1.3, 1.7, 2.4)]
+    setups = _pools(case, (1.0, 1.3, 1.7, 2.4))
+    l_in, l_out = case[2], case[3]
     ln = lockstep.lanes(setups, [(l_in, l_out)] * len(setups))
     b = np.array([0.4, 1.0, 0.9, 2.0])
     pt = lockstep.points(ln, b)
