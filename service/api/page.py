@@ -26,8 +26,11 @@ _PAGE_ASSETS = f"{STATIC_PATH}/page"
 _FIELDS = {f.name: f for f in PLAN_FIELDS}
 
 
-def _options(values: tuple[str, ...], selected: str) -> str:
-    return "".join(
+def _options(values: tuple[str, ...], selected: str, blank: str = "") -> str:
+    """``<option>``s of ``values``; ``blank`` (when given) labels a first, empty one: the field
+    left out of the request, so the server's default applies."""
+    first = f'<option value=""{" selected" if not selected else ""}>{escape(blank)}</option>'
+    return (first if blank else "") + "".join(
         f'<option value="{escape(v)}"{" selected" if v == selected else ""}>{escape(v)}</option>'
         for v in values
     )
@@ -93,12 +96,19 @@ def _text(
     )
 
 
-def _select(name: str, label: str, values: tuple[str, ...], selected: str, hint: str = "") -> str:
+def _select(
+    name: str,
+    label: str,
+    values: tuple[str, ...],
+    selected: str,
+    hint: str = "",
+    blank: str = "",
+) -> str:
     return _field(
         name,
         label,
         f'<select id="{name}" name="{name}" aria-describedby="{{described}}">'
-        f"{_options(values, selected)}</select>",
+        f"{_options(values, selected, blank)}</select>",
         hint,
     )
 
@@ -140,7 +150,15 @@ def render_page() -> str:
                 hint="Several shapes as share:prompt:output, comma-separated, e.g. "
                 "0.8:512:200,0.2:4000:300; it replaces the two token counts.",
             ),
-            _select("precision", "Weight precision", get_args(Precision), "bf16"),
+            _select(
+                "precision",
+                "Weight precision",
+                get_args(Precision),
+                "",
+                blank="checkpoint's format",
+                hint="Left at the checkpoint's format: bf16 for most models, fp8 for "
+                "DeepSeek-V3/R1, fp4 for gpt-oss.",
+            ),
             _select("engine", "Serving engine", get_args(Engine), "vllm"),
             "</fieldset><fieldset><legend>Latency SLO</legend>",
             _number("ttft_ms", "TTFT limit (ms)", hint="Time to first token; empty: no limit."),

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.domain.errors import InvalidInput
+from service.domain.llm import planned_precision
 from service.domain.perfmodel import (
     Deployment,
     Engine,
@@ -30,7 +31,8 @@ MAX_TENSOR_PARALLEL = 72
 class EstimateQuery:
     """One model on one GPU configuration, as asked: ``model`` a preset id or alias or a custom
     model mapping, ``gpu`` an id or alias; ``tensor_parallel`` cards per replica (``None``: the
-    smallest that fits); ``concurrency`` a fixed running batch; ``qps`` an arrival rate in
+    smallest that fits); ``precision`` ``None``: the model's published checkpoint format;
+    ``concurrency`` a fixed running batch; ``qps`` an arrival rate in
     requests/s (adds latency percentiles); ``allow_pcie_tensor_parallel`` (default on, as in
     plans) lets a replica span more cards than the NVLink domain, all-reducing over PCIe."""
 
@@ -39,7 +41,7 @@ class EstimateQuery:
     prompt_tokens: int
     output_tokens: int
     tensor_parallel: int | None = None
-    precision: Precision = "bf16"
+    precision: Precision | None = None
     kv_precision: KvPrecision = "bf16"
     engine: Engine = "vllm"
     engine_version: str | None = None
@@ -56,6 +58,8 @@ class EstimateAnswer:
     revision: int
     stale: bool
     calibration: CalibrationProfile | None = None
+    precision: Precision = "bf16"
+    """The weight format estimated: as asked, else the model's checkpoint format."""
 
 
 class EstimatingService:
@@ -66,7 +70,7 @@ class EstimatingService:
     async def estimate(self, q: EstimateQuery) -> EstimateAnswer:
         """Pure and fast (well under a millisecond), so it runs on the event loop. Raises the
         domain's ``InvalidInput``/``NotFound`` naming the field at fault."""
-        model = resolve_requested_model(q.model)
+        model, precision = planned_precision(resolve_requested_model(q.model), q.precision)
         profile = None
         if self._profiles is not None:
             profile = await self._profiles.resolve(q.calibration)
@@ -86,7 +90,7 @@ class EstimatingService:
             tp = smallest_fitting_tp(
                 arch,
                 gpu,
-                q.precision,
+                precision,
                 q.kv_precision,
                 q.engine,
                 shape,
@@ -104,7 +108,7 @@ class EstimatingService:
         dep = Deployment(
             gpu=gpu,
             tensor_parallel=tp,
-            precision=q.precision,
+            precision=precision,
             kv_precision=q.kv_precision,
             engine=q.engine,
             allow_pcie_tensor_parallel=q.allow_pcie_tensor_parallel,
@@ -118,4 +122,6 @@ class EstimatingService:
         assumptions = tuple(
             dict.fromkeys((*model.assumptions, *notes, *result.assumptions, *calibrated))
         )
-        return EstimateAnswer(result, assumptions, view.snapshot.revision, view.stale, profile)
+        return EstimateAnswer(
+            result, assumptions, view.snapshot.revision, view.stale, profile, precision
+        )

@@ -14,7 +14,13 @@ from service.api.schemas.calibrations import CalibrationSpec
 from service.api.schemas.common import Gigabytes, Millis, ReqPerS, WireIn, WireOut
 from service.api.schemas.flat import FlatField, body_from_data, body_from_flat
 from service.api.schemas.models import ModelIn
-from service.api.schemas.plan_request import MIN_QPS, EngineVersion, GpuName, Tokens
+from service.api.schemas.plan_request import (
+    MIN_QPS,
+    EngineVersion,
+    GpuName,
+    Tokens,
+    WeightPrecision,
+)
 from service.domain.vocabulary import Bottleneck, Engine, KvPrecision, Precision
 from service.usecases.estimating import EstimateAnswer, EstimateQuery
 
@@ -32,7 +38,7 @@ class EstimateIn(WireIn, kw_only=True):
         ]
         | None
     ) = None
-    precision: Precision = "bf16"
+    precision: WeightPrecision | None = None
     kv_cache_precision: KvPrecision = "bf16"
     engine: Engine = "vllm"
     engine_version: EngineVersion | None = None
@@ -86,7 +92,7 @@ ESTIMATE_FIELDS: tuple[FlatField, ...] = (
         "Cards per replica (default: smallest that fits).",
         cli_aliases=("tp",),
     ),
-    FlatField("precision", "precision"),
+    FlatField("precision", "precision", "Weight format (default: the checkpoint's format)."),
     FlatField("kv_cache_precision", "kv_cache_precision"),
     FlatField("engine", "engine"),
     FlatField("engine_version", "engine_version", "Engine release, e.g. 0.6 (default: newest)."),
@@ -134,6 +140,10 @@ class EstimateOut(WireOut, kw_only=True):
     reason: str | None
     gpu: str
     tensor_parallel: int
+    precision: Annotated[
+        Precision,
+        Meta(description="Weight format planned: as asked, else the model's checkpoint format."),
+    ]
     max_concurrency: int
     concurrency: int
     ttft_ms: Millis | None
@@ -159,6 +169,7 @@ class EstimateOut(WireOut, kw_only=True):
             reason=e.reason,
             gpu=e.gpu,
             tensor_parallel=e.tensor_parallel,
+            precision=answer.precision,
             max_concurrency=e.max_concurrency,
             concurrency=e.concurrency,
             ttft_ms=_ms(e.ttft_ms),

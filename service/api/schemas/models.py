@@ -129,6 +129,13 @@ class ModelOut(WireOut, kw_only=True):
             "FP8)."
         ),
     ]
+    checkpoint_precision: Annotated[
+        str,
+        Meta(
+            description="Weight format of the publisher's checkpoint: what a plan or estimate "
+            "that names no precision uses."
+        ),
+    ]
     aliases: list[str]
     source: str
 
@@ -161,6 +168,7 @@ class ModelOut(WireOut, kw_only=True):
             qk_rope_head_dim=arch.qk_rope_head_dim,
             tie_embeddings=arch.tie_embeddings,
             ffn_only_quantized=arch.ffn_only_quantized,
+            checkpoint_precision=arch.checkpoint_precision,
             aliases=aliases,
             source=arch.source,
         )

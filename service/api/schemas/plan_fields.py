@@ -66,7 +66,7 @@ PLAN_FIELDS: tuple[FlatField, ...] = (
         shape="amounts",
         query=False,
     ),
-    FlatField("precision", "precision"),
+    FlatField("precision", "precision", "Weight format (default: the checkpoint's format)."),
     FlatField("kv_cache_precision", "kv_cache_precision"),
     FlatField("engine", "engine"),
     FlatField("engine_version", "engine_version", "Engine release, e.g. 0.6 (default: newest)."),

@@ -50,6 +50,16 @@ Tokens = Annotated[int, Meta(ge=1, le=MAX_TOKENS, description="Tokens per reques
 Ms = Annotated[float, Meta(gt=0, le=3_600_000, description="Milliseconds.")]
 GpuName = Annotated[str, Meta(min_length=1, max_length=64, description="GPU id or alias.")]
 ShortName = Annotated[str, Meta(min_length=1, max_length=64)]
+WeightPrecision = Annotated[
+    Precision,
+    Meta(
+        description=(
+            "Weight format to serve. Default: the format of the model's published checkpoint "
+            "(bf16 for most; fp8 for DeepSeek-V3/R1/V3.1/V3.2 and Meta's Llama 3.1 405B FP8; "
+            "fp4 for gpt-oss's MXFP4 experts; a pasted config.json's quantization_config)."
+        )
+    ),
+]
 EngineVersion = Annotated[
     str,
     Meta(
@@ -286,7 +296,7 @@ class PlanRequestIn(WireIn, kw_only=True):
     """A fleet request."""
 
     model: ModelIn
-    precision: Precision = "bf16"
+    precision: WeightPrecision | None = None
     kv_cache_precision: KvPrecision = "bf16"
     engine: Engine = "vllm"
     engine_version: EngineVersion | None = None

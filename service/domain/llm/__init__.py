@@ -19,7 +19,12 @@ elements; context in tokens. Pure: no I/O.
 from service.domain.llm.arch import ModelArch, ParamCounts, param_counts
 from service.domain.llm.hf_config import check_numbers
 from service.domain.llm.presets import PRESETS, preset_ids
-from service.domain.llm.resolve import ResolvedModel, preset_aliases, resolve_model
+from service.domain.llm.resolve import (
+    ResolvedModel,
+    planned_precision,
+    preset_aliases,
+    resolve_model,
+)
 
 __all__ = [
     "PRESETS",
@@ -28,6 +33,7 @@ __all__ = [
     "ResolvedModel",
     "check_numbers",
     "param_counts",
+    "planned_precision",
     "preset_aliases",
     "preset_ids",
     "resolve_model",

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from service.domain.errors import InvalidInput
 from service.domain.hashing import field_hash
-from service.domain.vocabulary import AttentionKind
+from service.domain.vocabulary import AttentionKind, Precision
 
 __all__ = ["ModelArch", "ParamCounts", "check_arch", "param_counts"]
 
@@ -46,6 +46,10 @@ class ModelArch:
       feed-forward weights of the inner layers; attention projections and the first and last
       layers stay 16-bit (Meta's Llama 3.1 FP8 release, as the Llama 3 paper's FP8 section
       describes). With weights under 16 bits, those parts are stored and multiplied in 16-bit.
+    * ``checkpoint_precision``: the weight format of the publisher's own checkpoint (its
+      ``config.json`` ``quantization_config``): what a request that names no precision plans
+      with. ``bf16`` for 16-bit releases; DeepSeek-V3 and its successors publish block-FP8
+      weights, gpt-oss MXFP4 experts.
     * Hybrid state-space models (NVIDIA Nemotron-H: Mamba-2, attention and MoE layers, each its
       own residual block): ``n_layers`` counts the MLP/MoE blocks, ``attention_layers`` the
       blocks with attention (``None``: every one of ``n_layers``, an ordinary transformer) and
@@ -88,6 +92,7 @@ class ModelArch:
     sliding_window: int = 0
     sliding_window_layers: int = 0
     ffn_only_quantized: bool = False
+    checkpoint_precision: Precision = "bf16"
     attention_layers: int | None = None
     ssm_layers: int = 0
     ssm_heads: int = 0

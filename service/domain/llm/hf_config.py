@@ -10,6 +10,12 @@ is read as a SwiGLU model with untied embeddings, and said so, unless it has rec
 layers (Mamba, linear attention: Granite 4.0 H, Qwen3-Next, Jamba, ...), whose layout is
 refused rather than misread as attention. Parameter counts are computed from the shapes.
 
+The weights' format of the checkpoint (``checkpoint_precision``: what a request naming no
+precision plans with) comes from ``quantization_config``: ``fp8``/``fbgemm_fp8`` -> fp8,
+``mxfp4`` -> fp4, AWQ/GPTQ by ``bits`` (4 -> int4, 8 -> int8), compressed-tensors by ``format``
+and ModelOpt by ``quant_algo``; any other method is named in the assumptions and the weights
+are read as 16-bit.
+
 Every number is validated on the way in: a missing required field, a non-number, a
 non-positive count or one above its bound in ``HF_LIMITS`` raises :class:`InvalidInput`
 naming ``hf_config.<field>``. Numbers the reader does not use must still fit in 64 bits (the
@@ -27,7 +33,7 @@ from service.domain.errors import InvalidInput
 from service.domain.llm.arch import ModelArch, check_arch, param_counts
 from service.domain.llm.fields import positive_int
 from service.domain.llm.names import normalise_name
-from service.domain.vocabulary import AttentionKind
+from service.domain.vocabulary import AttentionKind, Precision
 
 __all__ = ["check_numbers", "hf_arch"]
 
@@ -483,6 +489,51 @@ def _with_counts(arch: ModelArch, notes: list[str]) -> ModelArch:
     )
 
 
+_QUANT_METHODS: dict[str, Precision] = {"fp8": "fp8", "fbgemm_fp8": "fp8", "mxfp4": "fp4"}
+_COMPRESSED_FORMATS: dict[str, Precision] = {
+    "float-quantized": "fp8",
+    "pack-quantized": "int4",
+    "int-quantized": "int8",
+    "nvfp4-pack-quantized": "fp4",
+    "mxfp4-pack-quantized": "fp4",
+}
+_MODELOPT_ALGOS: dict[str, Precision] = {"fp8": "fp8", "nvfp4": "fp4", "w4a16_awq": "int4"}
+_BITS: dict[int, Precision] = {4: "int4", 8: "int8"}
+
+
+def _checkpoint_precision(
+    cfg: Mapping[str, Any], raw: Mapping[str, Any], notes: list[str]
+) -> Precision:
+    """The weights' format from ``quantization_config`` (``bf16`` when there is none)."""
+    q = raw.get("quantization_config", cfg.get("quantization_config"))
+    if q is None:
+        return "bf16"
+    fname = f"{_PREFIX}quantization_config"
+    if not isinstance(q, Mapping):
+        raise InvalidInput(f"{fname} must be a JSON object", field=fname)
+    method = str(q.get("quant_method") or "").strip().lower()
+    found: Precision | None = _QUANT_METHODS.get(method)
+    if method in ("awq", "gptq"):
+        bits = q.get("bits", q.get("w_bit"))
+        found = _BITS.get(bits) if isinstance(bits, int) and not isinstance(bits, bool) else None
+        if found is None:
+            raise InvalidInput(
+                f"{fname}.bits: {method} weights of {bits!r} bits are not planned (4 or 8)",
+                field=f"{fname}.bits",
+            )
+    elif method == "compressed-tensors":
+        found = _COMPRESSED_FORMATS.get(str(q.get("format") or "").lower())
+    elif method == "modelopt":
+        found = _MODELOPT_ALGOS.get(str(q.get("quant_algo") or "").lower())
+    if found is None:
+        notes.append(
+            f"quantization_config ({method or 'no quant_method'}) is not a format gpuplan "
+            "reads: the weights are planned as 16-bit unless the request names a precision"
+        )
+        return "bf16"
+    return found
+
+
 def hf_arch(raw: object) -> tuple[ModelArch, tuple[str, ...]]:
     """Architecture and assumptions for a Hugging Face ``config.json`` object.
 
@@ -545,6 +596,7 @@ def hf_arch(raw: object) -> tuple[ModelArch, tuple[str, ...]]:
         v_head_dim=mla.v_dim,
         sliding_window=window,
         sliding_window_layers=window_layers,
+        checkpoint_precision=_checkpoint_precision(cfg, raw, notes),
         source="hf_config",
     )
     if hybrid is not None:

@@ -59,6 +59,7 @@ def _llama(
 
 
 # huggingface.co/deepseek-ai/DeepSeek-V3/config.json (MTP module excluded: 671B main model).
+# The published weights are FP8 (quantization_config: quant_method "fp8", 128x128 weight blocks).
 # DeepSeek-V3.1 and R1/R1-0528 publish the same shapes (aliases in ``names``); DeepSeek-V3.2 adds
 # a sparse-attention indexer (its preset below).
 _DEEPSEEK_V3 = ModelArch(
@@ -67,7 +68,7 @@ _DEEPSEEK_V3 = ModelArch(
     ffn_size=18432, vocab_size=129280, max_context=163840, attention="mla",
     n_experts=256, experts_per_token=8, n_shared_experts=1, moe_ffn_size=2048,
     first_k_dense_layers=3, kv_lora_rank=512, qk_rope_head_dim=64, q_lora_rank=1536,
-    qk_nope_head_dim=128, v_head_dim=128,
+    qk_nope_head_dim=128, v_head_dim=128, checkpoint_precision="fp8",
     source="hf:deepseek-ai/DeepSeek-V3/config.json",
 )  # fmt: skip
 
@@ -106,6 +107,7 @@ _PRESET_LIST: tuple[ModelArch, ...] = (
                16384, 128, 8, 53248, 128256, 131072,
                "hf:meta-llama/Llama-3.1-405B-FP8/config.json"),
         ffn_only_quantized=True,
+        checkpoint_precision="fp8",
     ),
     # huggingface.co/mistralai/Mistral-7B-v0.1/config.json (sliding_window 4096)
     replace(
@@ -193,16 +195,16 @@ _PRESET_LIST: tuple[ModelArch, ...] = (
     # huggingface.co/openai/gpt-oss-120b/config.json: 36 layers alternating 128-token sliding
     # window and full attention (layer_types: 18 x [sliding, full]), per-head attention sinks,
     # 128 experts top-4 of intermediate 2880, head_dim 64 (q width 4096 != hidden 2880). The
-    # published checkpoint stores the experts in MXFP4 (attention, router, embedding and head in
-    # BF16). Headline 116.8B total / 5.1B active; the active count leaves out the embedding
-    # table. The sliding layers' KV holds the window where the engine allocates it so (see
-    # ModelArch.sliding_window).
+    # published checkpoint stores the experts in MXFP4 (quantization_config: quant_method
+    # "mxfp4"; attention, router, embedding and head in BF16), planned as fp4. Headline 116.8B
+    # total / 5.1B active; the active count leaves out the embedding table. The sliding
+    # layers' KV holds the window where the engine allocates it so (see ModelArch.sliding_window).
     ModelArch(
         id="gpt-oss-120b", name="gpt-oss-120b", params_b=116.8, active_params_b=5.1,
         n_layers=36, hidden_size=2880, n_heads=64, n_kv_heads=8, head_dim=64, ffn_size=2880,
         vocab_size=201088, max_context=131072, n_experts=128, experts_per_token=4,
         moe_ffn_size=2880, sliding_window=128, sliding_window_layers=18,
-        source="hf:openai/gpt-oss-120b/config.json",
+        checkpoint_precision="fp4", source="hf:openai/gpt-oss-120b/config.json",
     ),
     # huggingface.co/openai/gpt-oss-20b/config.json: as gpt-oss-120b with 24 layers
     # (12 x [sliding, full]) and 32 experts top-4. Headline 20.9B total / 3.6B active
@@ -212,7 +214,7 @@ _PRESET_LIST: tuple[ModelArch, ...] = (
         n_layers=24, hidden_size=2880, n_heads=64, n_kv_heads=8, head_dim=64, ffn_size=2880,
         vocab_size=201088, max_context=131072, n_experts=32, experts_per_token=4,
         moe_ffn_size=2880, sliding_window=128, sliding_window_layers=12,
-        source="hf:openai/gpt-oss-20b/config.json",
+        checkpoint_precision="fp4", source="hf:openai/gpt-oss-20b/config.json",
     ),
     # huggingface.co/Qwen/Qwen3-8B/config.json (head_dim 128, untied embeddings; model card
     # 8.2B parameters, 6.95B non-embedding)

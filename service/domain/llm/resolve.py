@@ -18,7 +18,7 @@ import difflib
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from service.domain.errors import InvalidInput, UnknownModel
@@ -27,8 +27,9 @@ from service.domain.llm.derive import derive_arch
 from service.domain.llm.hf_config import hf_arch
 from service.domain.llm.names import ALIASES, CHECKPOINTS, checkpoint_preset, normalise_name
 from service.domain.llm.presets import PRESETS
+from service.domain.vocabulary import Precision
 
-__all__ = ["ResolvedModel", "preset_aliases", "resolve_model"]
+__all__ = ["ResolvedModel", "planned_precision", "preset_aliases", "resolve_model"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,24 @@ class ResolvedModel:
 
     arch: ModelArch
     assumptions: tuple[str, ...] = ()
+
+
+def planned_precision(
+    model: ResolvedModel, asked: Precision | None
+) -> tuple[ResolvedModel, Precision]:
+    """The weight format to plan: ``asked``, else the model's published checkpoint format
+    (``ModelArch.checkpoint_precision``), which a quantized checkpoint adds to the
+    assumptions."""
+    if asked is not None:
+        return model, asked
+    fmt = model.arch.checkpoint_precision
+    if fmt == "bf16":
+        return model, fmt
+    note = (
+        f"Weights in {fmt}: the format of {model.arch.name}'s published checkpoint "
+        "(name a precision to plan another)"
+    )
+    return replace(model, assumptions=(*model.assumptions, note)), fmt
 
 
 SUGGESTED_AT_MOST = 5

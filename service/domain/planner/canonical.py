@@ -29,7 +29,7 @@ from typing import Any
 
 from service.domain.catalog import CatalogSnapshot
 from service.domain.errors import InvalidInput
-from service.domain.llm import ResolvedModel, resolve_model
+from service.domain.llm import ResolvedModel, planned_precision, resolve_model
 from service.domain.moments import to_utc
 from service.domain.perfmodel import Slo, resolved_engine_version
 from service.domain.planner.draft import (
@@ -75,10 +75,10 @@ def canonical_request(
     ``calibration`` (or the server default) resolved to. Raises ``InvalidInput`` or
     ``NotFound`` naming the field.
     """
-    model = resolve_requested_model(draft.model)
+    model, precision = planned_precision(resolve_requested_model(draft.model), draft.precision)
     return PlanRequest(
         model=model,
-        precision=draft.precision,
+        precision=precision,
         kv_precision=draft.kv_cache_precision,
         engine=draft.engine,
         engine_version=resolved_engine_version(draft.engine, draft.engine_version),

@@ -82,11 +82,12 @@ DEFAULT_SLO = Slo(ttft_ms=None, tpot_ms=None, e2e_ms=None, percentile=95.0)
 
 @dataclass(frozen=True, slots=True)
 class PlanDraft:
-    """What was asked. ``model`` is a preset id or alias, or a custom model mapping."""
+    """What was asked. ``model`` is a preset id or alias, or a custom model mapping;
+    ``precision`` ``None`` plans the format of the model's published checkpoint."""
 
     model: str | Mapping[str, Any]
     workload: WorkloadDraft
-    precision: Precision = "bf16"
+    precision: Precision | None = None
     kv_cache_precision: KvPrecision = "bf16"
     engine: Engine = "vllm"
     engine_version: str | None = None

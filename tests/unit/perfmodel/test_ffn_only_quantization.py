@@ -27,7 +27,7 @@ def _setup(model: ModelArch, d: Deployment = D) -> Setup:
 
 def test_the_checkpoint_is_the_same_architecture() -> None:
     assert replace(META, id=ALL_FP8.id, name=ALL_FP8.name, source=ALL_FP8.source,
-                   ffn_only_quantized=False) == ALL_FP8  # fmt: skip
+                   ffn_only_quantized=False, checkpoint_precision="bf16") == ALL_FP8  # fmt: skip
 
 
 def test_16bit_part_is_attention_and_two_layers_of_mlp() -> None:
