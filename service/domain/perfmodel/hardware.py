@@ -96,7 +96,9 @@ _GROUP_RULES: dict[tuple[str, str], tuple[str, float, str]] = {
 # format is used instead (same bytes); "weight_only": weights stored in the format and
 # dequantised in the GEMM (Marlin/Machete-style W4A16/W8A16 kernels), compute at the card's best
 # native 16-bit rate; "fp32": no tensor cores, 16-bit weights computed on FP32 CUDA cores;
-# "reject": no maintained kernels.
+# "reject": no maintained kernels. CDNA 3 has no FP4 math, but vLLM serves gpt-oss's MXFP4
+# experts on MI300X/MI325X (gfx942) from the checkpoint as published (vllm-project/recipes,
+# OpenAI/GPT-OSS.md): weight-only.
 PRECISION_RULES: dict[str, dict[str, Mode]] = {
     #           bf16        fp16       fp8            int8           int4           fp4
     "pascal": {"bf16": "fp32", "fp16": "fp32", "fp8": "reject", "int8": "reject",
@@ -114,7 +116,7 @@ PRECISION_RULES: dict[str, dict[str, Mode]] = {
     "blackwell": {"bf16": "native", "fp16": "native", "fp8": "native", "int8": "native",
                   "int4": "weight_only", "fp4": "native"},
     "cdna3": {"bf16": "native", "fp16": "native", "fp8": "native", "int8": "native",
-              "int4": "weight_only", "fp4": "reject"},
+              "int4": "weight_only", "fp4": "weight_only"},
     "gaudi3": {"bf16": "native", "fp16": "as_bf16", "fp8": "native", "int8": "reject",
                "int4": "reject", "fp4": "reject"},
     "other": {"bf16": "native", "fp16": "native", "fp8": "reject", "int8": "reject",

@@ -124,7 +124,9 @@ def test_tp_must_divide_heads_and_respect_group_limit() -> None:
         ("v100-sxm2-32gb", "int4", True, "weight-only"),
         ("quadro-p6000", "fp16", True, "FP32 cores"),
         ("gaudi3", "int8", False, "not supported"),
-        ("mi300x", "fp4", False, "not supported"),
+        ("mi300x", "fp4", True, "weight-only"),
+        ("l4", "fp8", True, ""),
+        ("t4", "fp4", False, "not supported"),
         ("gaudi3", "fp16", True, "runs as bf16"),
     ],
 )
