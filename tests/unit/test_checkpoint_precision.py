@@ -56,6 +56,42 @@ def test_no_precision_plans_the_checkpoint_with_the_reason_said(name: str) -> No
     assert planned.arch == model.arch
 
 
+@pytest.mark.parametrize(
+    ("name", "preset", "fmt"),
+    [
+        ("Qwen/Qwen3-14B-FP8", "qwen3-14b", "fp8"),
+        ("zai-org/GLM-4.5-Air-FP8", "glm-4.5-air", "fp8"),
+        ("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", "llama-3.3-70b", "fp8"),
+        ("amd/Llama-3.1-70B-Instruct-FP8-KV", "llama-3.1-70b", "fp8"),
+        ("nvidia/Llama-3.3-70B-Instruct-FP4", "llama-3.3-70b", "fp4"),
+        ("nvidia/Qwen3-235B-A22B-NVFP4", "qwen3-235b-a22b", "fp4"),
+        ("Qwen/Qwen2.5-72B-Instruct-GPTQ-Int8", "qwen2.5-72b", "int8"),
+        ("Qwen/Qwen2.5-72B-Instruct-GPTQ-Int4", "qwen2.5-72b", "int4"),
+        ("Qwen/Qwen2.5-72B-Instruct-AWQ", "qwen2.5-72b", "int4"),
+        ("unsloth/DeepSeek-V3-bf16", "deepseek-v3", "bf16"),
+    ],
+)
+def test_a_quantized_checkpoints_name_sets_its_format(name: str, preset: str, fmt: str) -> None:
+    model = resolve_model(name)
+    assert model.arch.id == preset
+    assert model.arch.checkpoint_precision == fmt != PRESETS[preset].checkpoint_precision
+    assert any(name in a and fmt in a for a in model.assumptions)
+    # only the format differs from the preset: the shapes, and so the physics, are the same
+    assert (
+        replace(model.arch, checkpoint_precision=PRESETS[preset].checkpoint_precision)
+        == (PRESETS[preset])
+    )
+    assert planned_precision(model, None)[1] == fmt
+
+
+@pytest.mark.parametrize(
+    "name", ["Qwen/Qwen3-32B", "deepseek-ai/DeepSeek-V3-0324", "meta-llama/Llama-3.1-405B-FP8"]
+)
+def test_a_name_that_matches_its_presets_format_adds_nothing(name: str) -> None:
+    model = resolve_model(name)
+    assert not any("a checkpoint of" in a for a in model.assumptions)
+
+
 def test_a_named_precision_wins_and_adds_nothing() -> None:
     model = resolve_model("deepseek-r1")
     assert planned_precision(model, "bf16") == (model, "bf16")
@@ -134,6 +170,13 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient[Lite
     db = tmp_path_factory.mktemp("checkpoint") / "x.db"
     with TestClient(create_app(Settings(database_url=f"sqlite+aiosqlite:///{db}"))) as c:
         yield c
+
+
+def test_a_plan_for_a_named_fp8_checkpoint_is_the_fp8_plan() -> None:
+    named = canonical_request(draft(model="Qwen/Qwen3-32B-FP8"), snapshot())
+    asked = canonical_request(draft(model="qwen3-32b", precision="fp8"), snapshot())
+    assert named.precision == "fp8"
+    assert plan_id(named, 1) == plan_id(asked, 1)
 
 
 def test_an_estimate_says_which_format_it_used(client: TestClient[Litestar]) -> None:

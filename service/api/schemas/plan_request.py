@@ -54,9 +54,11 @@ WeightPrecision = Annotated[
     Precision,
     Meta(
         description=(
-            "Weight format to serve. Default: the format of the model's published checkpoint "
-            "(bf16 for most; fp8 for DeepSeek-V3/R1/V3.1/V3.2 and Meta's Llama 3.1 405B FP8; "
-            "fp4 for gpt-oss's MXFP4 experts; a pasted config.json's quantization_config)."
+            "Weight format to serve. Default: the format of the checkpoint named: a quantized "
+            "checkpoint's name suffix (Qwen/Qwen3-32B-FP8, -AWQ, -GPTQ-Int8, -NVFP4), a pasted "
+            "config.json's quantization_config, else the publisher's release (fp8 for "
+            "DeepSeek-V3/R1/V3.1/V3.2 and Meta's Llama 3.1 405B FP8, fp4 for gpt-oss's MXFP4 "
+            "experts, bf16 for the rest)."
         )
     ),
 ]

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ALIASES", "CHECKPOINTS", "checkpoint_preset", "normalise_name"]
+from service.domain.vocabulary import Precision
+
+__all__ = ["ALIASES", "CHECKPOINTS", "checkpoint_preset", "named_format", "normalise_name"]
 
 # Explicit aliases (normalised form -> preset id). Normalisation (see `normalise_name`) already
 # strips an organisation prefix, case, "-instruct"/"-hf"/"-chat"/"-base"/"-it" and quantisation
@@ -93,6 +95,7 @@ _STRIP_SUFFIXES = (
     "kv",  # "-FP8-KV": FP8 weights and KV cache (AMD's Llama 3.1 checkpoints)
     "fp4",
     "nvfp4",
+    "mxfp4",
     "awq",
     "gptq",
     "int4",
@@ -104,21 +107,56 @@ _STRIP_SUFFIXES = (
 )
 
 
-def normalise_name(name: str) -> str:
-    """Lower-case, drop an ``org/`` prefix, unify separators, strip instruct/quant suffixes."""
+# The weight format a stripped suffix names, most specific first: "GPTQ-Int8" is 8-bit, a bare
+# "AWQ" or "GPTQ" the 4-bit default of those methods, "NVFP4"/"MXFP4" an FP4 checkpoint.
+_FORMAT_SUFFIXES: tuple[tuple[str, Precision], ...] = (
+    ("int8", "int8"),
+    ("int4", "int4"),
+    ("fp8", "fp8"),
+    ("fp4", "fp4"),
+    ("nvfp4", "fp4"),
+    ("mxfp4", "fp4"),
+    ("awq", "int4"),
+    ("gptq", "int4"),
+    ("bf16", "bf16"),
+    ("fp16", "fp16"),
+)
+
+
+def _strip(name: str) -> tuple[str, list[str]]:
+    """``name`` lower-cased without its ``org/`` prefix, separators unified, and the
+    instruct/quant suffixes it ended with (stripped, last first)."""
     s = name.strip().lower()
     if "/" in s:
         s = s.rsplit("/", 1)[1]
     s = re.sub(r"[\s_]+", "-", s)
+    stripped: list[str] = []
     changed = True
     while changed:
         changed = False
         for suf in _STRIP_SUFFIXES:
             if s.endswith("-" + suf):
                 s = s[: -len(suf) - 1]
+                stripped.append(suf)
                 changed = True
+    return s, stripped
+
+
+def normalise_name(name: str) -> str:
+    """Lower-case, drop an ``org/`` prefix, unify separators, strip instruct/quant suffixes."""
+    s, _ = _strip(name)
     # "-instruct-v0.1" style: a trailing version after a stripped suffix
     m = re.fullmatch(r"(.*)-instruct-(v[\d.]+)", s)
     if m:
         s = f"{m.group(1)}-{m.group(2)}"
     return s
+
+
+def named_format(name: str) -> Precision | None:
+    """The weight format a checkpoint's name ends with (``Qwen3-32B-FP8`` -> ``fp8``,
+    ``...-GPTQ-Int4`` -> ``int4``, ``...-NVFP4`` -> ``fp4``), or ``None``."""
+    _, stripped = _strip(name)
+    for suffix, fmt in _FORMAT_SUFFIXES:
+        if suffix in stripped:
+            return fmt
+    return None

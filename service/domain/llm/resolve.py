@@ -25,7 +25,13 @@ from service.domain.errors import InvalidInput, UnknownModel
 from service.domain.llm.arch import ModelArch
 from service.domain.llm.derive import derive_arch
 from service.domain.llm.hf_config import hf_arch
-from service.domain.llm.names import ALIASES, CHECKPOINTS, checkpoint_preset, normalise_name
+from service.domain.llm.names import (
+    ALIASES,
+    CHECKPOINTS,
+    checkpoint_preset,
+    named_format,
+    normalise_name,
+)
 from service.domain.llm.presets import PRESETS
 from service.domain.vocabulary import Precision
 
@@ -43,18 +49,15 @@ class ResolvedModel:
 def planned_precision(
     model: ResolvedModel, asked: Precision | None
 ) -> tuple[ResolvedModel, Precision]:
-    """The weight format to plan: ``asked``, else the model's published checkpoint format
-    (``ModelArch.checkpoint_precision``), which a quantized checkpoint adds to the
-    assumptions."""
+    """The weight format to plan: ``asked``, else the format of the checkpoint the model names
+    (``ModelArch.checkpoint_precision``: the publisher's own, or the one a quantized
+    checkpoint's name ends with), which a quantized one adds to the assumptions."""
     if asked is not None:
         return model, asked
     fmt = model.arch.checkpoint_precision
     if fmt == "bf16":
         return model, fmt
-    note = (
-        f"Weights in {fmt}: the format of {model.arch.name}'s published checkpoint "
-        "(name a precision to plan another)"
-    )
+    note = f"Weights in {fmt}, as the checkpoint stores them (name a precision to plan another)"
     return replace(model, assumptions=(*model.assumptions, note)), fmt
 
 
@@ -117,6 +120,17 @@ def _suggestions(norm: str) -> tuple[tuple[str, ...], str]:
     return POPULAR_PRESETS, "popular presets"
 
 
+def _lookup_checkpoint(name: str) -> tuple[ModelArch, tuple[str, ...]]:
+    """:func:`_lookup_preset`, with the weight format a quantized checkpoint's name ends with
+    (``Qwen/Qwen3-32B-FP8``) as the architecture's ``checkpoint_precision``."""
+    arch, notes = _lookup_preset(name)
+    fmt = named_format(name)
+    if fmt is None or fmt == arch.checkpoint_precision:
+        return arch, notes
+    note = f"{name.strip()}: a checkpoint of {arch.id} with {fmt} weights"
+    return replace(arch, checkpoint_precision=fmt), (*notes, note)
+
+
 def _lookup_preset(name: str) -> tuple[ModelArch, tuple[str, ...]]:
     """Preset for a name or alias; ``UnknownModel`` with difflib suggestions otherwise."""
     checkpoint = checkpoint_preset(name)
@@ -157,7 +171,7 @@ def resolve_model(spec: str | Mapping[str, Any]) -> ResolvedModel:
     name and :class:`InvalidInput` naming the field for impossible or inconsistent numbers.
     """
     if isinstance(spec, str):
-        return ResolvedModel(*_lookup_preset(spec))
+        return ResolvedModel(*_lookup_checkpoint(spec))
     if not isinstance(spec, Mapping):
         raise InvalidInput("model must be a preset name or an object", field="model")
     if "hf_config" in spec:
