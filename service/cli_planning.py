@@ -184,7 +184,7 @@ def _estimate_text(e: EstimateOut) -> str:
 
     m = e.memory
     rows = [
-        ("gpu", f"{e.gpu} x {e.tensor_parallel}"),
+        ("gpu", f"{e.gpu} x {e.tensor_parallel}, {e.precision} weights"),
         ("fits", "yes" if e.fits else f"no: {e.reason}"),
         ("concurrency", f"{e.concurrency} running (memory/engine allow {e.max_concurrency})"),
         ("ttft / tpot / e2e", f"{ms(e.ttft_ms)} / {ms(e.tpot_ms)} / {ms(e.e2e_ms)}"),

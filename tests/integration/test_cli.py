@@ -594,7 +594,10 @@ def test_estimate_runs_locally(env: dict[str, str]) -> None:
         "256",
     ]
     text = run(args, env).stdout
-    assert "a100-sxm-80gb x 2" in text and "fits" in text
+    assert "a100-sxm-80gb x 2, bf16 weights" in text and "fits" in text
+    # no --precision: the checkpoint's own format (gpt-oss publishes MXFP4 experts)
+    gpt = run(["estimate", "--model", "openai/gpt-oss-120b", *args[3:]], env).stdout
+    assert "a100-sxm-80gb x 1, fp4 weights" in gpt
     as_json = json.loads(run([*args, "--json"], env).stdout)
     assert as_json["tensor_parallel"] == 2 and as_json["fits"] is True
     one = json.loads(run([*args, "--tp", "1", "--json"], env).stdout)
