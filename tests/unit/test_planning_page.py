@@ -31,3 +31,15 @@ def test_the_page_loads_its_script_and_styles_from_gpuplan() -> None:
     assert '<script src="/static/page/plan.js" defer></script>' in html
     assert 'href="/static/page/page.css"' in html
     assert "http://" not in html and "https://" not in html
+
+
+def test_the_weight_format_defaults_to_the_checkpoints() -> None:
+    # the blank option leaves `precision` out of the query: the server plans the format the
+    # checkpoint stores (fp8 for DeepSeek-V3, fp4 for gpt-oss), not bf16 for every model
+    html = render_page()
+    select = re.search(r'<select id="precision".*?</select>', html, re.S)
+    assert select is not None
+    options = re.findall(r'<option value="([^"]*)"( selected)?>', select.group(0))
+    assert options[0] == ("", " selected")
+    assert [v for v, chosen in options[1:] if chosen] == []
+    assert {v for v, _ in options[1:]} == {"bf16", "fp16", "fp8", "int8", "int4", "fp4"}
