@@ -194,6 +194,8 @@ def test_an_estimate_says_which_format_it_used(client: TestClient[Litestar]) -> 
 def test_the_model_listing_shows_the_checkpoint_format(client: TestClient[Litestar]) -> None:
     assert client.get("/v1/models/gpt-oss-120b").json()["checkpoint_precision"] == "fp4"
     assert client.get("/v1/models/llama-3.1-70b").json()["checkpoint_precision"] == "bf16"
+    named = client.get("/v1/models/Qwen3-32B-FP8").json()
+    assert named["id"] == "qwen3-32b" and named["checkpoint_precision"] == "fp8"
 
 
 def test_a_pasted_fp8_config_plans_fp8_weights(client: TestClient[Litestar]) -> None:
