@@ -20,7 +20,7 @@ from service.domain.perfmodel import (
     Slo,
     max_qps_under_slo_many,
 )
-from service.domain.perfmodel.hardware import accuracy_family
+from service.domain.perfmodel.hardware import accuracy_family, kv_plan, precision_plan
 from service.domain.perfmodel.headroom import ModelHeadroom, model_error_headroom
 from service.domain.planner.offers import Offer, cheapest_per_shape, offers_for
 from service.domain.planner.request import PlanConstraints, PlanRequest
@@ -98,6 +98,15 @@ def deployment(request: PlanRequest, gpu: GpuSpec, tp: int) -> Deployment:
     )
 
 
+def unsupported_format(request: PlanRequest, gpu: GpuSpec) -> str:
+    """Why ``gpu`` cannot hold the request's weight or KV-cache format at any tensor-parallel
+    degree ("" when it can): no kernels for it on the card's generation."""
+    weights = precision_plan(gpu, request.precision).reason
+    if weights:
+        return weights
+    return kv_plan(gpu, request.kv_precision)[2]
+
+
 def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candidates:
     """Options per (GPU, tensor-parallel degree, offer) with per-bucket capacities."""
     c = request.constraints
@@ -108,10 +117,12 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
     priced: list[tuple[GpuSpec, list[Offer]]] = []
     for gpu in gpus:
         offers, why = gpu_offers(snapshot, gpu, c, request.policy.default_providers)
-        if offers:
-            priced.append((gpu, offers))
-        else:
+        if not offers:
             rejected[gpu.id] = Rejection(gpu.id, "no_price", why or "no price")
+        elif unsupported := unsupported_format(request, gpu):
+            rejected[gpu.id] = Rejection(gpu.id, "unsupported_format", unsupported)
+        else:
+            priced.append((gpu, offers))
     tps = sorted(set(c.tensor_parallel))
     deps = {
         (gpu.id, tp): deployment(request, gpu, tp)
