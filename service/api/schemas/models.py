@@ -129,6 +129,20 @@ class ModelOut(WireOut, kw_only=True):
             "FP8)."
         ),
     ]
+    experts_only_quantized: Annotated[
+        bool,
+        Meta(
+            description="The published quantized checkpoint quantizes only the routed experts; "
+            "attention, the router and any dense MLP stay 16-bit (gpt-oss)."
+        ),
+    ]
+    fp4_scale_block: Annotated[
+        int,
+        Meta(
+            description="Weights per 8-bit scale when the weights are planned in fp4: 16 "
+            "(NVFP4) or 32 (MXFP4, as gpt-oss publishes its experts)."
+        ),
+    ]
     checkpoint_precision: Annotated[
         str,
         Meta(
@@ -168,6 +182,8 @@ class ModelOut(WireOut, kw_only=True):
             qk_rope_head_dim=arch.qk_rope_head_dim,
             tie_embeddings=arch.tie_embeddings,
             ffn_only_quantized=arch.ffn_only_quantized,
+            experts_only_quantized=arch.experts_only_quantized,
+            fp4_scale_block=arch.fp4_scale_block,
             checkpoint_precision=arch.checkpoint_precision,
             aliases=aliases,
             source=arch.source,

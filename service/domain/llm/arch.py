@@ -46,6 +46,15 @@ class ModelArch:
       feed-forward weights of the inner layers; attention projections and the first and last
       layers stay 16-bit (Meta's Llama 3.1 FP8 release, as the Llama 3 paper's FP8 section
       describes). With weights under 16 bits, those parts are stored and multiplied in 16-bit.
+    * ``experts_only_quantized``: the published quantized checkpoint quantizes only the routed
+      experts; attention projections, the router and any dense or shared MLP stay 16-bit
+      (gpt-oss: ``quantization_config.modules_to_not_convert`` names ``self_attn`` and
+      ``mlp.router``). With weights under 16 bits, those parts are stored and multiplied in
+      16-bit.
+    * ``fp4_scale_block``: weights per 8-bit scale of the checkpoint's FP4 format: 16 for NVFP4
+      (FP8 scales, 0.5625 bytes per weight), 32 for MXFP4 (power-of-two scales, 0.53125 bytes
+      per weight: gpt-oss, ``quant_method: mxfp4``). Read only when the weights are planned in
+      fp4.
     * ``checkpoint_precision``: the weight format of the publisher's own checkpoint (its
       ``config.json`` ``quantization_config``): what a request that names no precision plans
       with. ``bf16`` for 16-bit releases; DeepSeek-V3 and its successors publish block-FP8
@@ -92,6 +101,8 @@ class ModelArch:
     sliding_window: int = 0
     sliding_window_layers: int = 0
     ffn_only_quantized: bool = False
+    experts_only_quantized: bool = False
+    fp4_scale_block: int = 16
     checkpoint_precision: Precision = "bf16"
     attention_layers: int | None = None
     ssm_layers: int = 0

@@ -534,6 +534,33 @@ def _checkpoint_precision(
     return found
 
 
+_UNQUANTIZED_LISTS = ("modules_to_not_convert", "ignore", "exclude_modules")
+_MXFP4 = frozenset({"mxfp4", "mxfp4-pack-quantized"})
+
+
+def _quantized_scope(raw: Mapping[str, Any], cfg: Mapping[str, Any], arch: ModelArch) -> ModelArch:
+    """``arch`` with what its ``quantization_config`` leaves 16-bit and how its FP4 weights
+    are scaled: an MoE checkpoint whose unconverted modules (``modules_to_not_convert``,
+    compressed-tensors' ``ignore``, ModelOpt's ``exclude_modules``) name the attention keeps
+    everything but the routed experts 16-bit (gpt-oss); MXFP4 carries one scale per 32
+    weights. Anything else is planned as the whole body in the checkpoint's format."""
+    q = raw.get("quantization_config", cfg.get("quantization_config"))
+    if not isinstance(q, Mapping) or arch.checkpoint_precision == "bf16":
+        return arch
+    kept: list[str] = []
+    for key in _UNQUANTIZED_LISTS:
+        value = q.get(key)
+        if isinstance(value, list):
+            kept.extend(str(v).lower() for v in value)
+    experts_only = arch.is_moe and any("attn" in module for module in kept)
+    scheme = {str(q.get(k) or "").lower() for k in ("quant_method", "format", "quant_algo")}
+    return replace(
+        arch,
+        experts_only_quantized=experts_only,
+        fp4_scale_block=32 if scheme & _MXFP4 else arch.fp4_scale_block,
+    )
+
+
 def hf_arch(raw: object) -> tuple[ModelArch, tuple[str, ...]]:
     """Architecture and assumptions for a Hugging Face ``config.json`` object.
 
@@ -612,5 +639,6 @@ def hf_arch(raw: object) -> tuple[ModelArch, tuple[str, ...]]:
             ssm_chunk_size=hybrid.chunk,
             ssm_state_fp32=hybrid.fp32_state,
         )
+    arch = _quantized_scope(raw, cfg, arch)
     check_arch(arch, prefix=_PREFIX)
     return _with_counts(arch, notes), tuple(notes)

@@ -196,7 +196,8 @@ _PRESET_LIST: tuple[ModelArch, ...] = (
     # window and full attention (layer_types: 18 x [sliding, full]), per-head attention sinks,
     # 128 experts top-4 of intermediate 2880, head_dim 64 (q width 4096 != hidden 2880). The
     # published checkpoint stores the experts in MXFP4 (quantization_config: quant_method
-    # "mxfp4"; attention, router, embedding and head in BF16), planned as fp4. Headline 116.8B
+    # "mxfp4"; attention, router, embedding and head in BF16: modules_to_not_convert), planned
+    # as fp4 experts with the rest 16-bit. Headline 116.8B
     # total / 5.1B active; the active count leaves out the embedding table. The sliding
     # layers' KV holds the window where the engine allocates it so (see ModelArch.sliding_window).
     ModelArch(
@@ -204,7 +205,8 @@ _PRESET_LIST: tuple[ModelArch, ...] = (
         n_layers=36, hidden_size=2880, n_heads=64, n_kv_heads=8, head_dim=64, ffn_size=2880,
         vocab_size=201088, max_context=131072, n_experts=128, experts_per_token=4,
         moe_ffn_size=2880, sliding_window=128, sliding_window_layers=18,
-        checkpoint_precision="fp4", source="hf:openai/gpt-oss-120b/config.json",
+        checkpoint_precision="fp4", experts_only_quantized=True, fp4_scale_block=32,
+        source="hf:openai/gpt-oss-120b/config.json",
     ),
     # huggingface.co/openai/gpt-oss-20b/config.json: as gpt-oss-120b with 24 layers
     # (12 x [sliding, full]) and 32 experts top-4. Headline 20.9B total / 3.6B active
@@ -214,7 +216,8 @@ _PRESET_LIST: tuple[ModelArch, ...] = (
         n_layers=24, hidden_size=2880, n_heads=64, n_kv_heads=8, head_dim=64, ffn_size=2880,
         vocab_size=201088, max_context=131072, n_experts=32, experts_per_token=4,
         moe_ffn_size=2880, sliding_window=128, sliding_window_layers=12,
-        checkpoint_precision="fp4", source="hf:openai/gpt-oss-20b/config.json",
+        checkpoint_precision="fp4", experts_only_quantized=True, fp4_scale_block=32,
+        source="hf:openai/gpt-oss-20b/config.json",
     ),
     # huggingface.co/Qwen/Qwen3-8B/config.json (head_dim 128, untied embeddings; model card
     # 8.2B parameters, 6.95B non-embedding)

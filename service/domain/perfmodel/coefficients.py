@@ -233,7 +233,7 @@ def _hardware(
     constants (notes appended for every substitution made)."""
     gpu = dep.gpu
     reject = _tp_reject(model, dep)
-    plan = precision_plan(gpu, dep.precision)
+    plan = precision_plan(gpu, dep.precision, model.fp4_scale_block)
     if plan.reason and not reject:
         reject = plan.reason
     if plan.note:
@@ -291,9 +291,12 @@ def _weights(model: ModelArch, pc: ParamCounts, plan: PrecisionPlan, t: int, dp:
 
 
 def body_16bit(model: ModelArch, pc: ParamCounts) -> float:
-    """Body parameters a quantized checkpoint leaves 16-bit: none, or with
-    ``ffn_only_quantized`` every attention projection and the rest of the first and last
-    layers (their MLPs)."""
+    """Body parameters a quantized checkpoint leaves 16-bit: none; with
+    ``experts_only_quantized`` the whole body (attention, router, dense and shared MLPs: all
+    but the routed experts, which are counted apart); with ``ffn_only_quantized`` every
+    attention projection and the rest of the first and last layers (their MLPs)."""
+    if model.experts_only_quantized:
+        return pc.body
     if not model.ffn_only_quantized or model.n_layers <= 0:
         return 0.0
     per_layer_rest = (pc.body - pc.attention) / model.n_layers
@@ -514,10 +517,14 @@ def build_setup(
         )
     w = _weights(model, pc, hw.plan, t, dp)
     if w.body16 > 0:
+        kept, quantized = (
+            ("attention and the router", "the routed experts")
+            if model.experts_only_quantized
+            else ("attention and the first and last layers", "the other MLPs")
+        )
         notes.append(
-            f"{model.id}: the checkpoint keeps attention and the first and last layers 16-bit "
-            f"({w.body16 / 1e9:.0f}B of its parameters), only the other MLPs are "
-            f"{dep.precision}"
+            f"{model.id}: the checkpoint keeps {kept} 16-bit ({w.body16 / 1e9:.1f}B of its "
+            f"parameters), only {quantized} are {dep.precision}"
         )
     kv_full, kv_win = _kv_token_bytes(model, hw.kv_b, t, dp, notes)
     state_seq = _ssm_state_bytes(model, t)

@@ -126,17 +126,25 @@ PRECISION_RULES: dict[str, dict[str, Mode]] = {
 # Generations whose FP8 KV cache works (stored FP8, dequantised in attention kernels).
 _FP8_KV_OK = frozenset({"ampere", "ada", "hopper", "blackwell", "cdna3", "gaudi3"})
 
+
+def fp4_weight_bytes(scale_block: int) -> float:
+    """Bytes per FP4 weight with one 8-bit scale per ``scale_block`` weights (16: NVFP4's FP8
+    scales; 32: MXFP4's E8M0 scales)."""
+    return 0.5 + 1.0 / scale_block
+
+
 # Bytes per weight element as stored. 16-bit: 2. FP8/INT8: 1 (per-channel or 128x128 block
 # scales add < 0.1 %). INT4 (GPTQ/AWQ, group 128): 0.5 + a 16-bit scale and a 4-bit zero per 128
 # weights = 0.5195. FP4 (NVFP4, as TensorRT-LLM/ModelOpt ship it): 0.5 + one FP8 scale per 16
-# weights = 0.5625.
+# weights = 0.5625; a checkpoint in MXFP4 (one 8-bit power-of-two scale per 32 weights, gpt-oss)
+# stores 0.53125 (``fp4_weight_bytes``).
 WEIGHT_BYTES: dict[str, float] = {
     "bf16": 2.0,
     "fp16": 2.0,
     "fp8": 1.0,
     "int8": 1.0,
     "int4": 0.5 + 2.0 / 128 + 0.5 / 128,
-    "fp4": 0.5 + 1.0 / 16,
+    "fp4": fp4_weight_bytes(16),
 }
 
 # Typical dense 16-bit tensor FLOP per byte of bandwidth per generation (from catalog rows with
@@ -278,8 +286,9 @@ def _sixteen_bit_tflops(gpu: GpuSpec, gen: str) -> tuple[float, str]:
 
 
 @lru_cache(maxsize=1024)
-def precision_plan(gpu: GpuSpec, precision: Precision) -> PrecisionPlan:
-    """Resolve a weight format on a card via ``PRECISION_RULES`` (rates in dense TFLOPS/TOPS)."""
+def precision_plan(gpu: GpuSpec, precision: Precision, fp4_scale_block: int = 16) -> PrecisionPlan:
+    """Resolve a weight format on a card via ``PRECISION_RULES`` (rates in dense TFLOPS/TOPS);
+    FP4 weights carry one scale per ``fp4_scale_block`` of them (the checkpoint's format)."""
     gen = generation(gpu)
     mode = PRECISION_RULES[gen][precision]
     t16, note16 = _sixteen_bit_tflops(gpu, gen)
@@ -304,7 +313,7 @@ def precision_plan(gpu: GpuSpec, precision: Precision) -> PrecisionPlan:
             + (f"; {note16}" if note16 else ""),
             "",
         )  # fmt: skip
-    wb = WEIGHT_BYTES[precision]
+    wb = fp4_weight_bytes(fp4_scale_block) if precision == "fp4" else WEIGHT_BYTES[precision]
     if mode == "weight_only":
         return PrecisionPlan(
             mode, wb, t16, t16, "16",
