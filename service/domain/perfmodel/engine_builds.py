@@ -24,20 +24,20 @@ PROFILES: dict[str, object] = {
         "validation": {
             "cdna3-hbm": {
                 "itl": {
-                    "bias": -0.5134,
-                    "median_ape": 0.5134,
+                    "bias": -0.514,
+                    "median_ape": 0.514,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "throughput_at_load": {
-                    "bias": 1.3395,
-                    "median_ape": 1.3395,
+                    "bias": 1.3427,
+                    "median_ape": 1.3427,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "tpot": {
-                    "bias": -0.5137,
-                    "median_ape": 0.5137,
+                    "bias": -0.5144,
+                    "median_ape": 0.5144,
                     "n": 18,
                     "within_25pct": 0.0,
                 },
@@ -50,20 +50,20 @@ PROFILES: dict[str, object] = {
             },
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.4839,
-                    "median_ape": 0.4839,
+                    "bias": -0.4846,
+                    "median_ape": 0.4846,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "throughput_at_load": {
-                    "bias": 1.5932,
-                    "median_ape": 1.5932,
+                    "bias": 1.5967,
+                    "median_ape": 1.5967,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "tpot": {
-                    "bias": -0.4782,
-                    "median_ape": 0.4782,
+                    "bias": -0.4789,
+                    "median_ape": 0.4789,
                     "n": 18,
                     "within_25pct": 0.0,
                 },
@@ -92,52 +92,52 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ampere-hbm": {
                 "itl": {
-                    "bias": 0.1791,
-                    "median_ape": 0.2795,
+                    "bias": 0.1782,
+                    "median_ape": 0.2785,
                     "n": 4,
                     "within_25pct": 0.5,
                 },
                 "peak_throughput": {
-                    "bias": 0.0469,
-                    "median_ape": 0.0584,
+                    "bias": 0.0477,
+                    "median_ape": 0.0592,
                     "n": 4,
                     "within_25pct": 1.0,
                 },
                 "tpot": {
-                    "bias": 0.1848,
-                    "median_ape": 0.3032,
+                    "bias": 0.184,
+                    "median_ape": 0.3021,
                     "n": 8,
                     "within_25pct": 0.375,
                 },
                 "ttft": {
-                    "bias": -0.1794,
-                    "median_ape": 0.1794,
+                    "bias": -0.1801,
+                    "median_ape": 0.1801,
                     "n": 8,
                     "within_25pct": 1.0,
                 },
             },
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.037,
-                    "median_ape": 0.3384,
+                    "bias": -0.0362,
+                    "median_ape": 0.3387,
                     "n": 17,
                     "within_25pct": 0.4118,
                 },
                 "peak_throughput": {
-                    "bias": 0.0163,
+                    "bias": 0.0164,
                     "median_ape": 0.2421,
                     "n": 17,
                     "within_25pct": 0.5294,
                 },
                 "tpot": {
-                    "bias": -0.0514,
+                    "bias": -0.0507,
                     "median_ape": 0.3466,
                     "n": 34,
                     "within_25pct": 0.3824,
                 },
                 "ttft": {
-                    "bias": -0.2981,
-                    "median_ape": 0.2981,
+                    "bias": -0.2976,
+                    "median_ape": 0.2976,
                     "n": 34,
                     "within_25pct": 0.4706,
                 },
@@ -172,24 +172,24 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": 0.0341,
-                    "median_ape": 0.0964,
+                    "bias": 0.0351,
+                    "median_ape": 0.0965,
                     "n": 45,
                     "within_25pct": 0.6889,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": 0.1391,
-                    "median_ape": 0.1391,
+                    "bias": 0.1465,
+                    "median_ape": 0.1465,
                     "n": 31,
-                    "within_25pct": 0.6452,
+                    "within_25pct": 0.6129,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": 0.2042,
-                    "median_ape": 0.2352,
+                    "bias": 0.2037,
+                    "median_ape": 0.2353,
                     "n": 119,
                     "within_25pct": 0.5126,
                 },
@@ -213,26 +213,26 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": -0.0351,
-                    "median_ape": 0.0523,
+                    "bias": -0.0364,
+                    "median_ape": 0.0502,
                     "n": 21,
                     "within_25pct": 1.0,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0087,
-                    "median_ape": 0.0935,
+                    "bias": -0.0101,
+                    "median_ape": 0.0911,
                     "n": 30,
                     "within_25pct": 0.8667,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0331,
-                    "median_ape": 0.1054,
+                    "bias": -0.0302,
+                    "median_ape": 0.1099,
                     "n": 95,
-                    "within_25pct": 0.8842,
+                    "within_25pct": 0.8737,
                 },
             },
         },
@@ -254,24 +254,24 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": 0.032,
-                    "median_ape": 0.0483,
+                    "bias": 0.0359,
+                    "median_ape": 0.0496,
                     "n": 29,
                     "within_25pct": 0.9655,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0008,
-                    "median_ape": 0.0915,
+                    "bias": -0.0006,
+                    "median_ape": 0.1046,
                     "n": 52,
                     "within_25pct": 0.9038,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": 0.0067,
-                    "median_ape": 0.0991,
+                    "bias": 0.0139,
+                    "median_ape": 0.0953,
                     "n": 149,
                     "within_25pct": 0.906,
                 },
@@ -295,26 +295,26 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": 0.0005,
-                    "median_ape": 0.0453,
+                    "bias": 0.007,
+                    "median_ape": 0.0462,
                     "n": 98,
                     "within_25pct": 0.9796,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0624,
-                    "median_ape": 0.1255,
+                    "bias": -0.0633,
+                    "median_ape": 0.1215,
                     "n": 129,
                     "within_25pct": 0.9147,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0225,
+                    "bias": -0.0228,
                     "median_ape": 0.0956,
                     "n": 431,
-                    "within_25pct": 0.8794,
+                    "within_25pct": 0.8747,
                 },
             },
         },
@@ -437,42 +437,42 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": -0.0356,
-                    "median_ape": 0.0649,
+                    "bias": -0.036,
+                    "median_ape": 0.065,
                     "n": 54,
                     "within_25pct": 0.9815,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": 0.0006,
-                    "median_ape": 0.0758,
+                    "bias": -0.0027,
+                    "median_ape": 0.0744,
                     "n": 79,
                     "within_25pct": 0.962,
                 },
             },
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.562,
-                    "median_ape": 0.562,
+                    "bias": -0.5626,
+                    "median_ape": 0.5626,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "peak_throughput": {
-                    "bias": -0.0412,
-                    "median_ape": 0.0926,
+                    "bias": -0.0407,
+                    "median_ape": 0.0934,
                     "n": 205,
                     "within_25pct": 0.9561,
                 },
                 "throughput_at_load": {
-                    "bias": 2.4992,
-                    "median_ape": 2.4992,
+                    "bias": 2.5037,
+                    "median_ape": 2.5037,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "tpot": {
-                    "bias": -0.5392,
-                    "median_ape": 0.5392,
+                    "bias": -0.5398,
+                    "median_ape": 0.5398,
                     "n": 18,
                     "within_25pct": 0.0,
                 },
@@ -501,16 +501,16 @@ PROFILES: dict[str, object] = {
         "validation": {
             "blackwell-hbm": {
                 "peak_throughput": {
-                    "bias": 0.0115,
-                    "median_ape": 0.1109,
+                    "bias": 0.0127,
+                    "median_ape": 0.1116,
                     "n": 60,
                     "within_25pct": 0.9167,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0088,
-                    "median_ape": 0.0855,
+                    "bias": -0.0092,
+                    "median_ape": 0.0857,
                     "n": 120,
                     "within_25pct": 0.9083,
                 },
@@ -534,16 +534,16 @@ PROFILES: dict[str, object] = {
         "validation": {
             "blackwell-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0245,
-                    "median_ape": 0.1099,
+                    "bias": -0.0216,
+                    "median_ape": 0.1145,
                     "n": 44,
                     "within_25pct": 1.0,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0126,
-                    "median_ape": 0.0877,
+                    "bias": -0.019,
+                    "median_ape": 0.0805,
                     "n": 65,
                     "within_25pct": 0.9692,
                 },
@@ -568,24 +568,24 @@ PROFILES: dict[str, object] = {
         "validation": {
             "blackwell-gddr": {
                 "peak_throughput": {
-                    "bias": -0.1881,
-                    "median_ape": 0.1881,
+                    "bias": -0.1368,
+                    "median_ape": 0.1368,
                     "n": 49,
-                    "within_25pct": 0.7755,
+                    "within_25pct": 0.9184,
                 },
             },
             "blackwell-hbm": {
                 "peak_throughput": {
-                    "bias": 0.0504,
-                    "median_ape": 0.1144,
+                    "bias": 0.0512,
+                    "median_ape": 0.1136,
                     "n": 98,
                     "within_25pct": 0.6939,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": 0.0858,
-                    "median_ape": 0.1336,
+                    "bias": 0.0842,
+                    "median_ape": 0.1312,
                     "n": 112,
                     "within_25pct": 0.7411,
                 },
@@ -606,26 +606,26 @@ PROFILES: dict[str, object] = {
         "validation": {
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.0322,
-                    "median_ape": 0.3155,
+                    "bias": -0.0401,
+                    "median_ape": 0.322,
                     "n": 8,
                     "within_25pct": 0.375,
                 },
                 "peak_throughput": {
-                    "bias": 0.0564,
-                    "median_ape": 0.1732,
+                    "bias": 0.0603,
+                    "median_ape": 0.176,
                     "n": 8,
-                    "within_25pct": 0.75,
+                    "within_25pct": 0.625,
                 },
                 "tpot": {
-                    "bias": 0.0249,
-                    "median_ape": 0.1316,
+                    "bias": 0.0154,
+                    "median_ape": 0.1308,
                     "n": 16,
                     "within_25pct": 0.5625,
                 },
                 "ttft": {
-                    "bias": -0.1445,
-                    "median_ape": 0.1445,
+                    "bias": -0.1713,
+                    "median_ape": 0.1713,
                     "n": 16,
                     "within_25pct": 0.6875,
                 },
@@ -648,52 +648,52 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ampere-hbm": {
                 "itl": {
-                    "bias": 0.0857,
-                    "median_ape": 0.2326,
-                    "n": 36,
-                    "within_25pct": 0.5556,
-                },
-                "peak_throughput": {
-                    "bias": -0.0576,
-                    "median_ape": 0.2426,
+                    "bias": 0.1465,
+                    "median_ape": 0.2374,
                     "n": 36,
                     "within_25pct": 0.5278,
                 },
+                "peak_throughput": {
+                    "bias": -0.0571,
+                    "median_ape": 0.2473,
+                    "n": 36,
+                    "within_25pct": 0.5,
+                },
                 "tpot": {
-                    "bias": 0.0915,
-                    "median_ape": 0.2278,
+                    "bias": 0.1403,
+                    "median_ape": 0.2423,
                     "n": 72,
                     "within_25pct": 0.5556,
                 },
                 "ttft": {
-                    "bias": -0.0639,
-                    "median_ape": 0.2602,
+                    "bias": -0.0669,
+                    "median_ape": 0.2598,
                     "n": 72,
                     "within_25pct": 0.4722,
                 },
             },
             "hopper-hbm": {
                 "itl": {
-                    "bias": 0.0131,
-                    "median_ape": 0.1249,
+                    "bias": 0.0052,
+                    "median_ape": 0.1296,
                     "n": 32,
                     "within_25pct": 0.7812,
                 },
                 "peak_throughput": {
-                    "bias": -0.0589,
-                    "median_ape": 0.2249,
+                    "bias": -0.0551,
+                    "median_ape": 0.2231,
                     "n": 32,
-                    "within_25pct": 0.5938,
+                    "within_25pct": 0.625,
                 },
                 "tpot": {
-                    "bias": -0.035,
-                    "median_ape": 0.1701,
+                    "bias": -0.0384,
+                    "median_ape": 0.1754,
                     "n": 64,
-                    "within_25pct": 0.7812,
+                    "within_25pct": 0.7969,
                 },
                 "ttft": {
-                    "bias": -0.1854,
-                    "median_ape": 0.1994,
+                    "bias": -0.1896,
+                    "median_ape": 0.1997,
                     "n": 64,
                     "within_25pct": 0.6406,
                 },
@@ -714,26 +714,26 @@ PROFILES: dict[str, object] = {
         "validation": {
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.4405,
-                    "median_ape": 0.4405,
+                    "bias": -0.4419,
+                    "median_ape": 0.4419,
                     "n": 5,
                     "within_25pct": 0.2,
                 },
                 "peak_throughput": {
-                    "bias": 0.5823,
-                    "median_ape": 0.5823,
+                    "bias": 0.587,
+                    "median_ape": 0.587,
                     "n": 5,
                     "within_25pct": 0.2,
                 },
                 "tpot": {
-                    "bias": -0.4317,
-                    "median_ape": 0.4317,
+                    "bias": -0.4332,
+                    "median_ape": 0.4332,
                     "n": 10,
                     "within_25pct": 0.2,
                 },
                 "ttft": {
-                    "bias": -0.5945,
-                    "median_ape": 0.5945,
+                    "bias": -0.5956,
+                    "median_ape": 0.5956,
                     "n": 10,
                     "within_25pct": 0.0,
                 },
@@ -754,20 +754,20 @@ PROFILES: dict[str, object] = {
         "validation": {
             "hopper-hbm": {
                 "itl": {
-                    "bias": 0.1892,
-                    "median_ape": 0.1892,
+                    "bias": 0.2285,
+                    "median_ape": 0.2285,
                     "n": 5,
                     "within_25pct": 0.6,
                 },
                 "throughput_at_load": {
-                    "bias": -0.0358,
-                    "median_ape": 0.0547,
+                    "bias": -0.0654,
+                    "median_ape": 0.0654,
                     "n": 5,
                     "within_25pct": 1.0,
                 },
                 "ttft": {
-                    "bias": 0.5417,
-                    "median_ape": 0.5417,
+                    "bias": 0.5317,
+                    "median_ape": 0.5317,
                     "n": 5,
                     "within_25pct": 0.4,
                 },
