@@ -597,7 +597,12 @@ def _literal(obj: object, indent: int = 0) -> str:
 
 
 def _quoted(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """``text`` quoted as ``ruff format`` quotes it: double quotes, unless the text holds more
+    double quotes than single ones (then single quotes, which need fewer escapes)."""
+    body = text.replace("\\", "\\\\")
+    if text.count('"') > text.count("'"):
+        return "'" + body.replace("'", "\\'") + "'"
+    return '"' + body.replace('"', '\\"') + '"'
 
 
 def _string_literal(text: str, indent: int) -> str:

@@ -915,7 +915,7 @@ FIT_REPORT: dict[str, object] = {
         },
         "vultr_nemotron": {
             "text": (
-                "Vultr's vLLM 0.16 runs of \"Nemotron Nano 30B\" in FP8 on 2x B200 (2,048 "
+                'Vultr\'s vLLM 0.16 runs of "Nemotron Nano 30B" in FP8 on 2x B200 (2,048 '
                 "prompt / 512 output tokens, 1-1,024 clients, 400 prompts: 512 and 1,024 "
                 "clients are bursts of 400) are the only measurements of a hybrid Mamba-2 "
                 "model, scored, not fitted: its Mamba-2 layers are timed from their weights, "
