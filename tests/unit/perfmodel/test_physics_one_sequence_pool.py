@@ -84,8 +84,10 @@ def test_a_pool_of_one_sequence_decodes_at_the_pure_decode_step(
         if b == 1.0:  # the prompt work is real: charged to the decode it would slow it
             assert op.tau > op.tau0 * 1.05
         assert op.tau_dec == pytest.approx(op.tau0, rel=1e-12)
+        # the spread of a Binomial share goes with its square root, so a share left at 1e-16
+        # by the pool's float arithmetic shows as 1e-8 of the step: equal to within 1e-6
         for q in (0.5, 0.9, 0.99):
-            assert tpot_q(op, q) == pytest.approx(op.tau0, rel=1e-12)
+            assert tpot_q(op, q) == pytest.approx(op.tau0, rel=1e-6)
         median = ttft_q(s, op, 0.5) + op.n_dec * op.tau0
         assert e2e_q(s, op, 0.5) == pytest.approx(median, rel=1e-12)
 
