@@ -538,12 +538,26 @@ _UNQUANTIZED_LISTS = ("modules_to_not_convert", "ignore", "exclude_modules")
 _MXFP4 = frozenset({"mxfp4", "mxfp4-pack-quantized"})
 
 
-def _quantized_scope(raw: Mapping[str, Any], cfg: Mapping[str, Any], arch: ModelArch) -> ModelArch:
+def _modelled(module: str, experts_only: bool) -> bool:
+    """Whether the model already counts an unconverted module as 16-bit: the embedding and the
+    head always, an MoE router (a few million weights) and, in an experts-only checkpoint, the
+    attention."""
+    if "lm_head" in module or "embed" in module or "router" in module:
+        return True
+    if module.rstrip("*.").endswith(".gate"):
+        return True
+    return experts_only and "attn" in module
+
+
+def _quantized_scope(
+    raw: Mapping[str, Any], cfg: Mapping[str, Any], arch: ModelArch, notes: list[str]
+) -> ModelArch:
     """``arch`` with what its ``quantization_config`` leaves 16-bit and how its FP4 weights
     are scaled: an MoE checkpoint whose unconverted modules (``modules_to_not_convert``,
     compressed-tensors' ``ignore``, ModelOpt's ``exclude_modules``) name the attention keeps
     everything but the routed experts 16-bit (gpt-oss); MXFP4 carries one scale per 32
-    weights. Anything else is planned as the whole body in the checkpoint's format."""
+    weights. Anything else is planned as the whole body in the checkpoint's format, and the
+    unconverted modules that leaves out are named in the assumptions."""
     q = raw.get("quantization_config", cfg.get("quantization_config"))
     if not isinstance(q, Mapping) or arch.checkpoint_precision == "bf16":
         return arch
@@ -553,6 +567,19 @@ def _quantized_scope(raw: Mapping[str, Any], cfg: Mapping[str, Any], arch: Model
         if isinstance(value, list):
             kept.extend(str(v).lower() for v in value)
     experts_only = arch.is_moe and any("attn" in module for module in kept)
+    fmt = arch.checkpoint_precision
+    if experts_only:
+        notes.append(
+            "quantization_config leaves the attention unconverted: only the routed experts "
+            f"are planned in {fmt}, the rest 16-bit"
+        )
+    missed = [module for module in kept if not _modelled(module, experts_only)]
+    if missed:
+        notes.append(
+            f"quantization_config leaves {len(missed)} more module pattern(s) unconverted "
+            f"({missed[0]}{', ...' if len(missed) > 1 else ''}); they are planned in {fmt} "
+            "like the rest of the body"
+        )
     scheme = {str(q.get(k) or "").lower() for k in ("quant_method", "format", "quant_algo")}
     return replace(
         arch,
@@ -639,6 +666,6 @@ def hf_arch(raw: object) -> tuple[ModelArch, tuple[str, ...]]:
             ssm_chunk_size=hybrid.chunk,
             ssm_state_fp32=hybrid.fp32_state,
         )
-    arch = _quantized_scope(raw, cfg, arch)
+    arch = _quantized_scope(raw, cfg, arch, notes)
     check_arch(arch, prefix=_PREFIX)
     return _with_counts(arch, notes), tuple(notes)

@@ -21,6 +21,7 @@ from service.domain.perfmodel.hardware import fp4_weight_bytes, precision_plan
 from service.domain.perfmodel.memory import kv_pool_bytes
 from tests.unit.perfmodel.gpu_fixtures import GPUS
 from tests.unit.perfmodel.physics import dep
+from tests.unit.test_checkpoint_precision import LLAMA_CONFIG
 
 GIB = 2**30
 OSS_120B = PRESETS["gpt-oss-120b"]
@@ -152,3 +153,21 @@ def test_a_checkpoint_that_quantizes_attention_too_is_planned_whole() -> None:
     arch, _ = hf_arch({**GPT_OSS_CONFIG, "quantization_config": nvfp4})
     assert (arch.checkpoint_precision, arch.experts_only_quantized) == ("fp4", True)
     assert arch.fp4_scale_block == 16
+
+
+def test_the_assumptions_name_what_stays_unconverted() -> None:
+    _, notes = hf_arch(GPT_OSS_CONFIG)
+    assert any("leaves the attention unconverted" in n for n in notes)
+    assert not any("more module pattern" in n for n in notes)  # router, embedding, head: counted
+    dense = {
+        **LLAMA_CONFIG,
+        "quantization_config": {
+            "quant_method": "fbgemm_fp8",
+            "modules_to_not_convert": ["model.layers.0.mlp", "model.layers.125.mlp", "lm_head"],
+        },
+    }
+    arch, notes = hf_arch(dense)
+    assert (arch.checkpoint_precision, arch.experts_only_quantized) == ("fp8", False)
+    assert any(
+        "leaves 2 more module pattern(s) unconverted (model.layers.0.mlp, ...)" in n for n in notes
+    )
