@@ -84,6 +84,16 @@ def test_a_quantized_checkpoints_name_sets_its_format(name: str, preset: str, fm
     assert planned_precision(model, None)[1] == fmt
 
 
+def test_an_fp4_checkpoints_name_sets_its_scales() -> None:
+    # MXFP4 stores one 8-bit scale per 32 weights, NVFP4 one per 16: 3% fewer weight bytes
+    mx, nv = resolve_model("Qwen/Qwen3-32B-MXFP4"), resolve_model("nvidia/Qwen3-32B-NVFP4")
+    assert (mx.arch.checkpoint_precision, mx.arch.fp4_scale_block) == ("fp4", 32)
+    assert (nv.arch.checkpoint_precision, nv.arch.fp4_scale_block) == ("fp4", 16)
+    assert "MXFP4: one scale per 32 weights" in mx.assumptions[-1]
+    assert resolve_model("Qwen/Qwen3-32B-FP8").arch.fp4_scale_block == 16
+    assert resolve_model("openai/gpt-oss-120b").arch.fp4_scale_block == 32  # the preset's own
+
+
 @pytest.mark.parametrize(
     "name", ["Qwen/Qwen3-32B", "deepseek-ai/DeepSeek-V3-0324", "meta-llama/Llama-3.1-405B-FP8"]
 )

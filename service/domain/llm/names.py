@@ -152,6 +152,17 @@ def normalise_name(name: str) -> str:
     return s
 
 
+def named_fp4_scale_block(name: str) -> int | None:
+    """Weights per scale of the FP4 format a checkpoint's name ends with: 32 for ``-MXFP4``,
+    16 for ``-NVFP4``, ``None`` for any other name."""
+    _, stripped = _strip(name)
+    if "mxfp4" in stripped:
+        return 32
+    if "nvfp4" in stripped:
+        return 16
+    return None
+
+
 def named_format(name: str) -> Precision | None:
     """The weight format a checkpoint's name ends with (``Qwen3-32B-FP8`` -> ``fp8``,
     ``...-GPTQ-Int4`` -> ``int4``, ``...-NVFP4`` -> ``fp4``), or ``None``."""

@@ -30,6 +30,7 @@ from service.domain.llm.names import (
     CHECKPOINTS,
     checkpoint_preset,
     named_format,
+    named_fp4_scale_block,
     normalise_name,
 )
 from service.domain.llm.presets import PRESETS
@@ -125,9 +126,15 @@ def _lookup_checkpoint(name: str) -> tuple[ModelArch, tuple[str, ...]]:
     (``Qwen/Qwen3-32B-FP8``) as the architecture's ``checkpoint_precision``."""
     arch, notes = _lookup_preset(name)
     fmt = named_format(name)
+    block = named_fp4_scale_block(name)
+    if block is not None:
+        arch = replace(arch, fp4_scale_block=block)
     if fmt is None or fmt == arch.checkpoint_precision:
         return arch, notes
-    note = f"{name.strip()}: a checkpoint of {arch.id} with {fmt} weights"
+    scales = {32: " (MXFP4: one scale per 32 weights)", 16: " (NVFP4: one scale per 16 weights)"}
+    note = (
+        f"{name.strip()}: a checkpoint of {arch.id} with {fmt} weights{scales.get(block or 0, '')}"
+    )
     return replace(arch, checkpoint_precision=fmt), (*notes, note)
 
 
