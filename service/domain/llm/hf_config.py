@@ -544,7 +544,7 @@ def _modelled(module: str, experts_only: bool) -> bool:
     attention."""
     if "lm_head" in module or "embed" in module or "router" in module:
         return True
-    if module.rstrip("*.").endswith(".gate"):
+    if module.rstrip("*.$").endswith(".gate"):  # a router, also as a regex (``re:.*mlp.gate$``)
         return True
     return experts_only and "attn" in module
 

@@ -166,6 +166,11 @@ def test_the_assumptions_name_what_stays_unconverted() -> None:
             "modules_to_not_convert": ["model.layers.0.mlp", "model.layers.125.mlp", "lm_head"],
         },
     }
+    ct = {"quant_method": "compressed-tensors", "format": "float-quantized"}
+    _, notes = hf_arch(
+        {**GPT_OSS_CONFIG, "quantization_config": {**ct, "ignore": ["lm_head", "re:.*mlp.gate$"]}}
+    )
+    assert not any("unconverted" in n for n in notes)  # the routers are counted 16-bit already
     arch, notes = hf_arch(dense)
     assert (arch.checkpoint_precision, arch.experts_only_quantized) == ("fp8", False)
     assert any(
