@@ -282,6 +282,11 @@ class PlanningService:
     ) -> SolvedPlan:
         task = self._flights.get(pid)
         if task is None:
+            # A solve of this plan may have finished (and left the flights) while this caller
+            # waited for its cache read: the local tier holds every plan solved here.
+            held = self._local.get(pid)
+            if held is not None:
+                return held
             task = asyncio.create_task(self._solve_and_store(pid, request, snapshot))
             self._flights[pid] = task
             task.add_done_callback(lambda done: self._settle(pid, done))

@@ -122,6 +122,43 @@ async def test_concurrent_identical_misses_solve_once(
     assert again.cache == "hit" and again.solved == outcomes[0].solved and len(solves) == 1
 
 
+class LateMissCache(MemoryPlanCache):
+    """Answers every read with a miss, the second one only after a plan was stored: a read
+    sent while another caller's solve ran and answered once that solve had finished."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stored = asyncio.Event()
+        self.reads = 0
+
+    async def get(self, key: str) -> bytes | None:
+        self.reads += 1
+        if self.reads > 1:
+            await self.stored.wait()
+            await asyncio.sleep(0.02)  # the finished solve leaves the flights meanwhile
+        return None
+
+    async def set(self, key: str, value: bytes, ttl_s: int) -> None:
+        await super().set(key, value, ttl_s)
+        self.stored.set()
+
+
+async def test_a_miss_answered_after_the_solve_finished_does_not_solve_again(
+    solves: list[int],
+) -> None:
+    cache, metrics = LateMissCache(), Recorder()
+    svc = service(cache, metrics)
+    try:
+        first = asyncio.create_task(svc.solve(draft(14)))
+        await asyncio.sleep(0.01)  # the first solve is running (it takes 50 ms at least)
+        second = await svc.solve(draft(14))
+        assert cache.reads == 2 and second.cache == "miss"
+        assert (await first).solved is second.solved
+        assert len(solves) == 1 and metrics.solves == 1
+    finally:
+        await svc.close()
+
+
 async def test_the_cache_holds_the_encoded_value_and_lookup_returns_it(
     planning: tuple[PlanningService, MemoryPlanCache, Recorder], solves: list[int]
 ) -> None:
