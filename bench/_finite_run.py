@@ -11,7 +11,9 @@ reported throughput is well below the steady capacity even when the run is satur
 :func:`finite_rate_run` plays the run out: requests arrive at ``i / R``, are admitted in
 arrival order while fewer than ``B_max`` sequences are in the engine, have their prompts carried
 in the token budget left by the decoding sequences (in chunks where the engine chunks prefill,
-whole otherwise; a prompt larger than the budget goes alone when nothing decodes), and then
+whole otherwise: an engine that does not chunk takes one whole prompt into an iteration whose
+budget the decodes leave too small for it, as the steady state's iteration mix does, e.g. vLLM's
+V0 scheduler, whose budget without chunked prefill is at least the model length), and then
 decode ``L_out - 1`` tokens, one per iteration, each iteration timed by the performance model's
 :func:`iteration_time` at the batch's mean context. Requests whose prompts finish in the same
 iteration form a cohort that finishes together.
@@ -93,8 +95,8 @@ def finite_rate_run(s: Setup, b_max: int, l_in: int, l_out: int, n: int, rate: f
             while finished < len(filling) and carried + l_in <= room:
                 carried += l_in
                 finished += 1
-            if not finished and not decoding:
-                carried, finished = float(l_in), 1  # a prompt over the budget goes alone
+            if not finished and filling:
+                carried, finished = float(l_in), 1  # a whole prompt beside the decodes
         t += iteration_time(
             s, float(decoding), carried, ctx_sum / decoding if decoding else 0.0, l_in
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import cast
 
 import pytest
@@ -129,3 +129,21 @@ def test_a_run_needs_requests_a_rate_and_room() -> None:
         with pytest.raises(ValueError, match="a run needs"):
             finite_rate_run(s, b_max, 128, 128, n, rate)
     assert math.isfinite(finite_rate_run(s, 8, 128, 1, 10, 1.0).duration_s)
+
+
+@pytest.mark.parametrize("cal", CALS, ids=range(len(CALS)))
+def test_an_engine_that_does_not_chunk_takes_long_prompts_beside_its_decodes(
+    cal: Calibration,
+) -> None:
+    # prompts four times the token budget, on an engine that prefills them whole (vLLM's V0
+    # scheduler without chunked prefill): each later prompt joins the decodes of the earlier
+    # ones, one per iteration, instead of waiting for them to finish (the run does not become
+    # four lone requests one after another)
+    s = replace(setup(cal, "vllm"), chunked=False, max_num_tokens=512)
+    l_in, l_out = 2048, 256
+    lone = finite_rate_run(s, 4, l_in, l_out, 1, math.inf)
+    run = finite_rate_run(s, 4, l_in, l_out, 4, math.inf)
+    assert run.duration_s < 2.0 * lone.duration_s
+    # the k-th prompt waits for the k-1 before it (each a whole prefill beside the decodes)
+    assert run.ttft_mean_s > lone.ttft_mean_s
+    assert run.ttft_mean_s < 4.0 * lone.ttft_mean_s
