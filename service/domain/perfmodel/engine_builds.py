@@ -24,20 +24,20 @@ PROFILES: dict[str, object] = {
         "validation": {
             "cdna3-hbm": {
                 "itl": {
-                    "bias": -0.514,
-                    "median_ape": 0.514,
+                    "bias": -0.5134,
+                    "median_ape": 0.5134,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "throughput_at_load": {
-                    "bias": 1.3427,
-                    "median_ape": 1.3427,
+                    "bias": 1.3395,
+                    "median_ape": 1.3395,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "tpot": {
-                    "bias": -0.5144,
-                    "median_ape": 0.5144,
+                    "bias": -0.5137,
+                    "median_ape": 0.5137,
                     "n": 18,
                     "within_25pct": 0.0,
                 },
@@ -50,20 +50,20 @@ PROFILES: dict[str, object] = {
             },
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.4846,
-                    "median_ape": 0.4846,
+                    "bias": -0.4839,
+                    "median_ape": 0.4839,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "throughput_at_load": {
-                    "bias": 1.5967,
-                    "median_ape": 1.5967,
+                    "bias": 1.5932,
+                    "median_ape": 1.5932,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "tpot": {
-                    "bias": -0.4789,
-                    "median_ape": 0.4789,
+                    "bias": -0.4782,
+                    "median_ape": 0.4782,
                     "n": 18,
                     "within_25pct": 0.0,
                 },
@@ -92,52 +92,52 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ampere-hbm": {
                 "itl": {
-                    "bias": 0.1782,
-                    "median_ape": 0.2785,
+                    "bias": 0.2152,
+                    "median_ape": 0.3088,
                     "n": 4,
-                    "within_25pct": 0.5,
+                    "within_25pct": 0.25,
                 },
                 "peak_throughput": {
-                    "bias": 0.0477,
-                    "median_ape": 0.0592,
+                    "bias": 0.0799,
+                    "median_ape": 0.0867,
                     "n": 4,
                     "within_25pct": 1.0,
                 },
                 "tpot": {
-                    "bias": 0.184,
-                    "median_ape": 0.3021,
+                    "bias": 0.2216,
+                    "median_ape": 0.3542,
                     "n": 8,
                     "within_25pct": 0.375,
                 },
                 "ttft": {
-                    "bias": -0.1801,
-                    "median_ape": 0.1801,
+                    "bias": -0.1515,
+                    "median_ape": 0.1515,
                     "n": 8,
                     "within_25pct": 1.0,
                 },
             },
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.0362,
-                    "median_ape": 0.3387,
+                    "bias": -0.0007,
+                    "median_ape": 0.3674,
                     "n": 17,
                     "within_25pct": 0.4118,
                 },
                 "peak_throughput": {
-                    "bias": 0.0164,
-                    "median_ape": 0.2421,
+                    "bias": 0.1214,
+                    "median_ape": 0.1522,
                     "n": 17,
                     "within_25pct": 0.5294,
                 },
                 "tpot": {
-                    "bias": -0.0507,
-                    "median_ape": 0.3466,
+                    "bias": -0.0104,
+                    "median_ape": 0.3767,
                     "n": 34,
                     "within_25pct": 0.3824,
                 },
                 "ttft": {
-                    "bias": -0.2976,
-                    "median_ape": 0.2976,
+                    "bias": -0.2631,
+                    "median_ape": 0.2631,
                     "n": 34,
                     "within_25pct": 0.4706,
                 },
@@ -172,24 +172,24 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": 0.0351,
-                    "median_ape": 0.0965,
+                    "bias": 0.0341,
+                    "median_ape": 0.0964,
                     "n": 45,
                     "within_25pct": 0.6889,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": 0.1465,
-                    "median_ape": 0.1465,
+                    "bias": 0.1391,
+                    "median_ape": 0.1391,
                     "n": 31,
-                    "within_25pct": 0.6129,
+                    "within_25pct": 0.6452,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": 0.2037,
-                    "median_ape": 0.2353,
+                    "bias": 0.2042,
+                    "median_ape": 0.2352,
                     "n": 119,
                     "within_25pct": 0.5126,
                 },
@@ -213,26 +213,26 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": -0.0364,
-                    "median_ape": 0.0502,
+                    "bias": -0.0351,
+                    "median_ape": 0.0523,
                     "n": 21,
                     "within_25pct": 1.0,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0101,
-                    "median_ape": 0.0911,
+                    "bias": -0.0087,
+                    "median_ape": 0.0935,
                     "n": 30,
                     "within_25pct": 0.8667,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0302,
-                    "median_ape": 0.1099,
+                    "bias": -0.0331,
+                    "median_ape": 0.1054,
                     "n": 95,
-                    "within_25pct": 0.8737,
+                    "within_25pct": 0.8842,
                 },
             },
         },
@@ -254,24 +254,24 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": 0.0359,
-                    "median_ape": 0.0496,
+                    "bias": 0.032,
+                    "median_ape": 0.0483,
                     "n": 29,
                     "within_25pct": 0.9655,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0006,
-                    "median_ape": 0.1046,
+                    "bias": -0.0008,
+                    "median_ape": 0.0915,
                     "n": 52,
                     "within_25pct": 0.9038,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": 0.0139,
-                    "median_ape": 0.0953,
+                    "bias": 0.0067,
+                    "median_ape": 0.0991,
                     "n": 149,
                     "within_25pct": 0.906,
                 },
@@ -295,26 +295,26 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": 0.007,
-                    "median_ape": 0.0462,
+                    "bias": 0.0005,
+                    "median_ape": 0.0453,
                     "n": 98,
                     "within_25pct": 0.9796,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0633,
-                    "median_ape": 0.1215,
+                    "bias": -0.0624,
+                    "median_ape": 0.1255,
                     "n": 129,
                     "within_25pct": 0.9147,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0228,
+                    "bias": -0.0225,
                     "median_ape": 0.0956,
                     "n": 431,
-                    "within_25pct": 0.8747,
+                    "within_25pct": 0.8794,
                 },
             },
         },
@@ -437,42 +437,42 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": -0.036,
-                    "median_ape": 0.065,
+                    "bias": -0.0356,
+                    "median_ape": 0.0649,
                     "n": 54,
                     "within_25pct": 0.9815,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0027,
-                    "median_ape": 0.0744,
+                    "bias": 0.0006,
+                    "median_ape": 0.0758,
                     "n": 79,
                     "within_25pct": 0.962,
                 },
             },
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.5626,
-                    "median_ape": 0.5626,
+                    "bias": -0.562,
+                    "median_ape": 0.562,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "peak_throughput": {
-                    "bias": -0.0407,
-                    "median_ape": 0.0934,
+                    "bias": -0.0412,
+                    "median_ape": 0.0926,
                     "n": 205,
                     "within_25pct": 0.9561,
                 },
                 "throughput_at_load": {
-                    "bias": 2.5037,
-                    "median_ape": 2.5037,
+                    "bias": 2.4992,
+                    "median_ape": 2.4992,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "tpot": {
-                    "bias": -0.5398,
-                    "median_ape": 0.5398,
+                    "bias": -0.5392,
+                    "median_ape": 0.5392,
                     "n": 18,
                     "within_25pct": 0.0,
                 },
@@ -501,16 +501,16 @@ PROFILES: dict[str, object] = {
         "validation": {
             "blackwell-hbm": {
                 "peak_throughput": {
-                    "bias": 0.0127,
-                    "median_ape": 0.1116,
+                    "bias": 0.0115,
+                    "median_ape": 0.1109,
                     "n": 60,
                     "within_25pct": 0.9167,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0092,
-                    "median_ape": 0.0857,
+                    "bias": -0.0088,
+                    "median_ape": 0.0855,
                     "n": 120,
                     "within_25pct": 0.9083,
                 },
@@ -534,16 +534,16 @@ PROFILES: dict[str, object] = {
         "validation": {
             "blackwell-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0216,
-                    "median_ape": 0.1145,
+                    "bias": -0.0245,
+                    "median_ape": 0.1099,
                     "n": 44,
                     "within_25pct": 1.0,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": -0.019,
-                    "median_ape": 0.0805,
+                    "bias": -0.0126,
+                    "median_ape": 0.0877,
                     "n": 65,
                     "within_25pct": 0.9692,
                 },
@@ -568,24 +568,24 @@ PROFILES: dict[str, object] = {
         "validation": {
             "blackwell-gddr": {
                 "peak_throughput": {
-                    "bias": -0.1368,
-                    "median_ape": 0.1368,
+                    "bias": -0.1881,
+                    "median_ape": 0.1881,
                     "n": 49,
-                    "within_25pct": 0.9184,
+                    "within_25pct": 0.7755,
                 },
             },
             "blackwell-hbm": {
                 "peak_throughput": {
-                    "bias": 0.0512,
-                    "median_ape": 0.1136,
+                    "bias": 0.0504,
+                    "median_ape": 0.1144,
                     "n": 98,
                     "within_25pct": 0.6939,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": 0.0842,
-                    "median_ape": 0.1312,
+                    "bias": 0.0858,
+                    "median_ape": 0.1336,
                     "n": 112,
                     "within_25pct": 0.7411,
                 },
@@ -606,26 +606,26 @@ PROFILES: dict[str, object] = {
         "validation": {
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.0401,
-                    "median_ape": 0.322,
+                    "bias": -0.0126,
+                    "median_ape": 0.2977,
                     "n": 8,
                     "within_25pct": 0.375,
                 },
                 "peak_throughput": {
-                    "bias": 0.0603,
-                    "median_ape": 0.176,
+                    "bias": 0.0961,
+                    "median_ape": 0.0961,
                     "n": 8,
-                    "within_25pct": 0.625,
+                    "within_25pct": 0.875,
                 },
                 "tpot": {
-                    "bias": 0.0154,
-                    "median_ape": 0.1308,
+                    "bias": 0.0519,
+                    "median_ape": 0.1396,
                     "n": 16,
                     "within_25pct": 0.5625,
                 },
                 "ttft": {
-                    "bias": -0.1713,
-                    "median_ape": 0.1713,
+                    "bias": -0.1439,
+                    "median_ape": 0.1439,
                     "n": 16,
                     "within_25pct": 0.6875,
                 },
@@ -648,52 +648,52 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ampere-hbm": {
                 "itl": {
-                    "bias": 0.1465,
-                    "median_ape": 0.2374,
+                    "bias": 0.1474,
+                    "median_ape": 0.2567,
                     "n": 36,
-                    "within_25pct": 0.5278,
+                    "within_25pct": 0.5,
                 },
                 "peak_throughput": {
-                    "bias": -0.0571,
-                    "median_ape": 0.2473,
+                    "bias": 0.0368,
+                    "median_ape": 0.2495,
                     "n": 36,
                     "within_25pct": 0.5,
                 },
                 "tpot": {
-                    "bias": 0.1403,
-                    "median_ape": 0.2423,
+                    "bias": 0.1428,
+                    "median_ape": 0.2509,
                     "n": 72,
-                    "within_25pct": 0.5556,
+                    "within_25pct": 0.4861,
                 },
                 "ttft": {
-                    "bias": -0.0669,
-                    "median_ape": 0.2598,
+                    "bias": -0.056,
+                    "median_ape": 0.2545,
                     "n": 72,
                     "within_25pct": 0.4722,
                 },
             },
             "hopper-hbm": {
                 "itl": {
-                    "bias": 0.0052,
-                    "median_ape": 0.1296,
+                    "bias": 0.0176,
+                    "median_ape": 0.1181,
                     "n": 32,
                     "within_25pct": 0.7812,
                 },
                 "peak_throughput": {
-                    "bias": -0.0551,
-                    "median_ape": 0.2231,
+                    "bias": 0.0587,
+                    "median_ape": 0.1591,
                     "n": 32,
-                    "within_25pct": 0.625,
+                    "within_25pct": 0.6562,
                 },
                 "tpot": {
-                    "bias": -0.0384,
-                    "median_ape": 0.1754,
+                    "bias": -0.0252,
+                    "median_ape": 0.1761,
                     "n": 64,
-                    "within_25pct": 0.7969,
+                    "within_25pct": 0.7656,
                 },
                 "ttft": {
-                    "bias": -0.1896,
-                    "median_ape": 0.1997,
+                    "bias": -0.175,
+                    "median_ape": 0.1913,
                     "n": 64,
                     "within_25pct": 0.6406,
                 },
@@ -714,26 +714,26 @@ PROFILES: dict[str, object] = {
         "validation": {
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.4419,
-                    "median_ape": 0.4419,
+                    "bias": -0.434,
+                    "median_ape": 0.434,
                     "n": 5,
                     "within_25pct": 0.2,
                 },
                 "peak_throughput": {
-                    "bias": 0.587,
-                    "median_ape": 0.587,
+                    "bias": 1.1068,
+                    "median_ape": 1.1068,
                     "n": 5,
                     "within_25pct": 0.2,
                 },
                 "tpot": {
-                    "bias": -0.4332,
-                    "median_ape": 0.4332,
+                    "bias": -0.4248,
+                    "median_ape": 0.4248,
                     "n": 10,
                     "within_25pct": 0.2,
                 },
                 "ttft": {
-                    "bias": -0.5956,
-                    "median_ape": 0.5956,
+                    "bias": -0.5886,
+                    "median_ape": 0.5886,
                     "n": 10,
                     "within_25pct": 0.0,
                 },
@@ -754,20 +754,20 @@ PROFILES: dict[str, object] = {
         "validation": {
             "hopper-hbm": {
                 "itl": {
-                    "bias": 0.2285,
-                    "median_ape": 0.2285,
+                    "bias": 0.2398,
+                    "median_ape": 0.2398,
                     "n": 5,
                     "within_25pct": 0.6,
                 },
                 "throughput_at_load": {
-                    "bias": -0.0654,
-                    "median_ape": 0.0654,
+                    "bias": -0.0747,
+                    "median_ape": 0.0747,
                     "n": 5,
                     "within_25pct": 1.0,
                 },
                 "ttft": {
-                    "bias": 0.5317,
-                    "median_ape": 0.5317,
+                    "bias": 0.5846,
+                    "median_ape": 0.5846,
                     "n": 5,
                     "within_25pct": 0.4,
                 },
