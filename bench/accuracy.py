@@ -6,6 +6,7 @@ Usage::
     nice -n 10 .venv/bin/python bench/accuracy.py --json accuracy.json  # and machine-readable
     nice -n 10 .venv/bin/python bench/accuracy.py --jobs 1              # folds in one process
     nice -n 10 .venv/bin/python bench/accuracy.py --engines vllm,sglang # their sources only
+    nice -n 10 .venv/bin/python bench/accuracy.py --source nim/benchmarking  # row by row
 
 Headline, LEAVE-ONE-SOURCE-OUT (LOSO): for every source document with measured rows, the
 constants are refitted on all *other* sources (``bench/calibrate.py``: stage A when the held-out
@@ -714,11 +715,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         "targets, totals and residuals by source: minutes instead of a quarter of an hour, for "
         "work on the serving physics",
     )
+    ap.add_argument(
+        "--source",
+        action="append",
+        metavar="TEXT",
+        help="hold out only the sources whose name contains TEXT (repeatable; each source its "
+        "own fold, exactly as in a whole run) and print every held-out row: measured, "
+        "predicted, ratio; for reading one source's misses row by row",
+    )
     args = ap.parse_args(argv)
+    if args.engines and args.source:
+        ap.error("--engines and --source hold out different sets; give one")
     gpus = load_gpus()
     rows, report = load_rows(gpus)
     if args.engines:
         return quick_serving_report(rows, gpus, frozenset(args.engines.split(",")), args.jobs)
+    if args.source:
+        return source_rows_report(rows, gpus, tuple(args.source), args.jobs)
     val = loso_validation(rows, gpus, jobs=args.jobs)
     base = baseline_predictions(rows, gpus)
     fixed = [r for r in rows if r.lengths == "fixed"]
@@ -814,6 +827,51 @@ def quick_serving_report(
         fixed, val.preds, running_batch_class(gpus), "By the model's running batch per replica"
     )
     out += residual_lines(fixed, val.preds, _source_label, "By source")
+    print("\n".join(out))
+    return 0
+
+
+def matching_sources(rows: Sequence[Row], texts: Sequence[str]) -> frozenset[str]:
+    """Sources whose name contains any of ``texts`` (case-insensitive)."""
+    wanted = [t.lower() for t in texts]
+    return frozenset(r.source for r in rows if any(t in r.source.lower() for t in wanted))
+
+
+def held_out_row_lines(rows: Sequence[Row], preds: Mapping[int, float]) -> list[str]:
+    """One table line per row of ``rows``: what it measured, its held-out prediction and their
+    ratio (``-`` where the model cannot run it), in the source's order."""
+    out = [
+        "| source | engine build | GPU | model | TP | in / out | load | metric | measured "
+        "| predicted | predicted / measured |",
+        "| --- | --- | --- | --- | ---: | --- | --- | --- | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        p = preds.get(r.index, math.nan)
+        ok = math.isfinite(p) and p > 0
+        predicted, ratio = (f"{p:.4g}", f"{p / r.value:.3f}") if ok else ("-", "-")
+        out.append(
+            f"| {_source_label(r)} | {r.build} | {r.gpu_id} | {r.model.id} | {r.tp} | "
+            f"{r.input_len} / {r.output_len} | {r.load} {r.load_n:g} | {r.metric_group} "
+            f"{r.stat} | {r.value:.4g} | {predicted} | {ratio} |"
+        )
+    return out
+
+
+def source_rows_report(
+    rows: Sequence[Row], gpus: Mapping[str, GpuSpec], texts: Sequence[str], jobs: int
+) -> int:
+    """``--source``: LOSO of the matching sources only, every held-out row printed."""
+    sources = matching_sources(rows, texts)
+    if not sources:
+        print(f"--source: no source name contains {' or '.join(texts)}", file=sys.stderr)
+        return 2
+    val = loso_validation(rows, gpus, jobs, committed_stage_a(), sources)
+    mine = [r for r in rows if r.source in sources]
+    fixed = [r for r in mine if r.lengths == "fixed"]
+    out = [f"# LOSO of {len(sources)} source(s) matching {' or '.join(texts)}", ""]
+    out += [f"- {s}" for s in sorted(sources)]
+    out += ["", *table(fixed, val.preds, gpus, "Held out, fixed-length rows", per_gpu=True)]
+    out += ["### Every held-out row", "", *held_out_row_lines(mine, val.preds)]
     print("\n".join(out))
     return 0
 

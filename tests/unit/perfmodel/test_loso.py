@@ -90,6 +90,41 @@ def test_holding_out_some_sources_predicts_exactly_their_rows(
     assert sorted(val.folds) == sorted(sources)
 
 
+def test_the_source_option_holds_out_the_matching_sources_and_prints_each_row(
+    rows: list[Row], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--source TEXT`` folds exactly the sources whose name contains TEXT (any case) and
+    prints one line per held-out row: measured, held-out prediction, their ratio."""
+    monkeypatch.setattr(accuracy, "fit_stage_a", lambda train, gpus: dict(BASELINE_FITTED))
+    monkeypatch.setattr(accuracy, "fit_stage_b", lambda base, train, gpus, only=None: dict(base))
+    held: list[frozenset[str]] = []
+    real = accuracy.loso_validation
+
+    def spy(*args: Any, **kwargs: Any) -> accuracy.Validation:
+        held.append(args[4])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(accuracy, "loso_validation", spy)
+    nim = sorted({r.source for r in rows if r.build.startswith("nim-")})
+    assert accuracy.main(["--source", "NIM/BENCHMARKING", "--jobs", "1"]) == 0
+    assert held == [frozenset(nim)]
+    printed = capsys.readouterr().out
+    mine = [r for r in rows if r.source in nim]
+    lines = [ln for ln in printed.splitlines() if ln.startswith("| ") and " nim-" in ln]
+    assert len(lines) == len(mine) > 0
+    # each line ends with measured | predicted | predicted / measured, consistent
+    for ln in lines:
+        measured, predicted, ratio = (c.strip() for c in ln.strip("|").split("|")[-3:])
+        assert float(ratio) == pytest.approx(float(predicted) / float(measured), rel=2e-3)
+
+
+def test_the_source_option_refuses_a_text_no_source_contains(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert accuracy.main(["--source", "no-such-benchmark-anywhere"]) == 2
+    assert "no source name contains no-such-benchmark-anywhere" in capsys.readouterr().err
+
+
 def test_a_held_out_nim_build_gets_the_newest_trtllm_build_not_its_namesake(
     rows: list[Row],
 ) -> None:
