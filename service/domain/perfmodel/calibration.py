@@ -477,14 +477,22 @@ _METRIC_LABELS = {
 }
 
 
+# What every answer rests on (the validation targets): a note names those of them that no
+# held-out measurement checks on the card's family, so a quoted error is never read as
+# covering them.
+_HEADLINE_METRICS = ("peak_throughput", "throughput_at_load", "ttft", "tpot")
+
+
 def accuracy_note(entry: CalibratedProfile, family: str) -> str:
     """What a caller should know about the build behind an answer on a card of GPU ``family``:
-    its name, the data behind it and its leave-one-source-out error on that family."""
+    its name, the data behind it, its leave-one-source-out error on that family, and which of
+    the headline metrics no held-out measurement checks there."""
     head = f"Performance profile {entry.name}"
     if not entry.validation:
         return f"{head}: no measurements validate it ({entry.note}); its error is unknown."
     if entry.calibrated:
-        basis = f"{head} ({entry.rows} measurements from {entry.sources} sources)"
+        plural = "source" if entry.sources == 1 else "sources"
+        basis = f"{head} ({entry.rows} measurements from {entry.sources} {plural})"
     else:
         basis = f"{head} (too little data of its own: {entry.profile.constants} constants)"
     cells = [c for c in entry.validation if c.family == family]
@@ -500,7 +508,10 @@ def accuracy_note(entry: CalibratedProfile, family: str) -> str:
         f"{_METRIC_LABELS.get(c.metric, c.metric)} {c.median_ape * 100:.0f}% ({c.n} rows)"
         for c in cells
     )
-    return f"{basis}: median error on {family} GPUs, each source held out of the fit: {parts}."
+    measured = {c.metric for c in cells}
+    missing = [_METRIC_LABELS[m] for m in _HEADLINE_METRICS if m not in measured]
+    gap = f"; not measured there (error unknown): {', '.join(missing)}" if missing else ""
+    return f"{basis}: median error on {family} GPUs, each source held out of the fit: {parts}{gap}."
 
 
 @lru_cache(maxsize=16)

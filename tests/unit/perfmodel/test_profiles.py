@@ -145,6 +145,31 @@ def test_the_accuracy_note_quotes_the_held_out_error_of_the_family_asked() -> No
     assert "error is unknown" in unvalidated and "no usable tgi measurements" in unvalidated
 
 
+@pytest.mark.usefixtures("synthetic")
+def test_the_accuracy_note_names_the_headline_metrics_no_measurement_checks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A quoted error covers only the metrics measured on the family: the others of peak
+    throughput, throughput at a fixed load, TTFT and TPOT are named as unchecked, so a TTFT
+    error is never read as a throughput error. A build checked on all four names none."""
+    note = accuracy_note(resolve_profile("vllm", "0.6"), "ampere-hbm")
+    quoted, _, unchecked = note.partition("; not measured there (error unknown): ")
+    assert "TTFT 10% (12 rows)" in quoted
+    assert unchecked == "peak throughput, throughput at a fixed load, TPOT."
+    full = dict.fromkeys(("peak_throughput", "throughput_at_load", "ttft", "tpot", "itl"), _CELL)
+    entry = {**SYNTHETIC["vllm-0.6"], "validation": {"ampere-hbm": full}}
+    monkeypatch.setattr(engine_builds, "PROFILES", {**SYNTHETIC, "vllm-0.6": entry})
+    profile_registry.cache_clear()
+    complete = accuracy_note(resolve_profile("vllm", "0.6"), "ampere-hbm")
+    assert "not measured" not in complete and "inter-token latency 10% (12 rows)" in complete
+    single = {**SYNTHETIC["vllm-0.6"], "sources": 1}
+    monkeypatch.setattr(engine_builds, "PROFILES", {**SYNTHETIC, "vllm-0.6": single})
+    profile_registry.cache_clear()
+    assert "40 measurements from 1 source)" in accuracy_note(
+        resolve_profile("vllm", "0.6"), "ampere-hbm"
+    )
+
+
 @pytest.mark.parametrize(
     ("card", "family"),
     [
