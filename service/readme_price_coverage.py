@@ -1,7 +1,8 @@
 """The README's table of purchase and reserved prices per GPU, from the bundled seed files:
 ``service/data/prices.csv`` (the observations) and ``service/data/purchase_gaps.csv`` (why a
 GPU has no purchase price). ``service.readme_tables`` writes it into the ``price-coverage``
-block, so ``make readme`` refreshes it and a test fails when it drifts from the data.
+block, so ``make readme`` refreshes it and a test fails when it drifts from the data; the
+``seed-catalog`` block (what a fresh catalog holds, and from which files) is written the same way.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from service.store.csv_format import (
     parse_prices_csv,
     parse_purchase_gaps_csv,
 )
+from service.store.skypilot_seed import FIRST_SNAPSHOT, V9_FILES, bundled_imports
 
 RESERVED = ("reserved_1y", "reserved_3y")
 
@@ -69,4 +71,34 @@ def bundled_price_coverage() -> str:
         parse_gpus_csv(bundled_text("gpus.csv")),
         parse_prices_csv(bundled_text("prices.csv")),
         purchase_gaps(bundled_text("purchase_gaps.csv")),
+    )
+
+
+def _identity(p: PricePoint) -> tuple[object, ...]:
+    """What makes two rows the same observation (a seed stores it once)."""
+    return (p.gpu_id, p.provider, p.region, p.kind, p.instance_type, p.observed_at)
+
+
+def seed_catalog_summary() -> str:
+    """What a freshly migrated catalog holds, counted from the bundled files in the order the
+    migrations store them (an observation already stored counts once)."""
+    gpus = parse_gpus_csv(bundled_text("gpus.csv"))
+    by_id = {g.id: g for g in gpus}
+    seen = {_identity(p) for p in parse_prices_csv(bundled_text("prices.csv"))}
+    hand = len(seen)
+    added = []
+    for files in (FIRST_SNAPSHOT, V9_FILES):
+        before = len(seen)
+        for item in bundled_imports(by_id, files):
+            seen |= {_identity(p) for p in item.parsed.points}
+        added.append(len(seen) - before)
+    snapshot, v9 = added
+    return (
+        f"The seed catalog holds {len(gpus)} GPUs and {len(seen):,} price observations with "
+        "their sources. It lives in\n"
+        f"[`service/data/`](service/data/README.md): {hand} hand-entered observations "
+        "(`prices.csv`,\nmigrations `0002`, `0006`, `0009` and `0014`), a snapshot of the "
+        "SkyPilot catalog for AWS,\nGCP, Azure, Lambda and RunPod (`skypilot/`, migration "
+        f"`0005`, {snapshot:,} more) and its newer Lambda\nfile (`0013`, {v9:,} more), so a "
+        "fresh catalog plans on thousands of real offers.\n"
     )

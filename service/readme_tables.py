@@ -26,7 +26,7 @@ from service.readme_bench import (
     bench_plan_latency,
     bench_summary,
 )
-from service.readme_price_coverage import bundled_price_coverage
+from service.readme_price_coverage import bundled_price_coverage, seed_catalog_summary
 
 ENGINE_LABELS = {
     "trtllm": "TensorRT-LLM",
@@ -140,6 +140,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "throughput-by-gpu": throughput_by_gpu,
     "accuracy-notes": accuracy_notes,
     "price-coverage": bundled_price_coverage,
+    "seed-catalog": seed_catalog_summary,
     "bench-summary": bench_summary,
     "bench-plan-latency": bench_plan_latency,
     "bench-estimates": bench_estimates,

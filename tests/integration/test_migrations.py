@@ -16,6 +16,7 @@ from service.store.database import create_engine
 from service.store.migrate import alembic_config, current_revision, head_revision, upgrade
 from service.store.migrations.backfill import (
     append_bundled_prices,
+    drop_priced_gaps,
     fill_gpu_column,
     store_bundled_gaps,
 )
@@ -379,6 +380,42 @@ async def test_the_gap_migration_stores_each_documented_reason_in_one_catalog_wr
             stored = await connection.run_sync(lambda c: store_bundled_gaps(c, datetime.now(UTC)))
         assert stored == 0
         assert await state() == (revision, rows)
+    finally:
+        await engine.dispose()
+
+
+async def test_a_gap_a_seed_price_closes_is_deleted_in_one_catalog_write(
+    empty_database_url: str,
+) -> None:
+    """0014 deletes the stored reason a GPU has no purchase price once the catalog holds one
+    (here a reason an older seed stored for the A10, which prices.csv now prices), as one
+    catalog write; the reasons of GPUs still without one stay, and a second run deletes
+    nothing."""
+    engine = create_engine(empty_database_url)
+
+    async def state() -> tuple[int, set[str]]:
+        async with engine.connect() as connection:
+            revision = await connection.scalar(text("SELECT revision FROM catalog_state"))
+            gaps = (await connection.execute(text("SELECT gpu_id FROM price_gaps"))).scalars()
+            return int(revision), set(gaps)
+
+    try:
+        await upgrade(engine, "0013")
+        async with engine.begin() as connection:
+            await connection.execute(
+                text(
+                    "INSERT INTO price_gaps (gpu_id, kind, reason, revision) "
+                    "VALUES ('a10', 'purchase', 'no price found (older seed)', 1)"
+                )
+            )
+        revision, gaps = await state()
+        documented = {g.gpu_id for g in parse_purchase_gaps_csv(bundled_text("purchase_gaps.csv"))}
+        assert gaps == documented | {"a10"} and "h200-nvl" in documented
+        await upgrade(engine, "0014")
+        assert await state() == (revision + 1, documented)
+        async with engine.begin() as connection:
+            assert await connection.run_sync(drop_priced_gaps) == 0
+        assert await state() == (revision + 1, documented)
     finally:
         await engine.dispose()
 

@@ -714,19 +714,19 @@ async def test_an_owned_plan_names_the_documented_reason_a_gpu_has_no_purchase_p
     """The reasons of service/data/purchase_gaps.csv travel with the catalog (migration 0011):
     a GPU without a purchase price is rejected with its own reason, not as an SLO failure."""
     gaps = {g.gpu_id: g.reason for g in parse_purchase_gaps_csv(bundled_text("purchase_gaps.csv"))}
-    constraints = {**BODY["constraints"], "pricing": "owned", "gpus": ["h100-nvl", "l4"]}
+    constraints = {**BODY["constraints"], "pricing": "owned", "gpus": ["h200-nvl", "l4"]}
     mixed = await post_plan(client, {**BODY, "constraints": constraints})
     assert mixed.status_code == 200, mixed.text
     plan = mixed.json()
     assert plan["status"] == "optimal"
     assert {line["gpu"] for line in plan["fleet"]} == {"l4"}
     (rejected,) = plan["rejected"]
-    assert rejected["gpu"] == "h100-nvl" and rejected["code"] == "no_price"
+    assert rejected["gpu"] == "h200-nvl" and rejected["code"] == "no_price"
     assert rejected["reason"] == (
-        f"no owned price for h100-nvl: {gaps['h100-nvl']}; give card_usd for it in "
+        f"no owned price for h200-nvl: {gaps['h200-nvl']}; give card_usd for it in "
         "constraints.owned"
     )
-    alone = await post_plan(client, {**BODY, "constraints": {**constraints, "gpus": ["h100-nvl"]}})
+    alone = await post_plan(client, {**BODY, "constraints": {**constraints, "gpus": ["h200-nvl"]}})
     assert alone.status_code == 200, alone.text
     assert alone.json()["status"] == "no_price"
     assert [r["reason"] for r in alone.json()["rejected"]] == [rejected["reason"]]
@@ -740,13 +740,13 @@ async def test_an_owned_plan_names_the_documented_reason_a_gpu_has_no_purchase_p
             "ttft_ms": 2000,
             "tpot_ms": 50,
             "pricing": "owned",
-            "gpus": "h100-nvl",
+            "gpus": "h200-nvl",
             "format": "text",
         },
     )
     assert text.status_code == 200, text.text
     assert "status: no_price" in text.text
-    assert gaps["h100-nvl"] in " ".join(text.text.split())
+    assert gaps["h200-nvl"] in " ".join(text.text.split())
 
 
 async def test_a_plan_is_the_same_with_helper_processes_as_with_threads(

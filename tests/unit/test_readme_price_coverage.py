@@ -6,8 +6,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from service.domain.catalog import PricePoint
-from service.readme_price_coverage import bundled_price_coverage, price_coverage, purchase_gaps
+from service.readme_price_coverage import (
+    bundled_price_coverage,
+    price_coverage,
+    purchase_gaps,
+    seed_catalog_summary,
+)
 from service.store.csv_format import bundled_text, parse_gpus_csv
+from service.store.skypilot_seed import FIRST_SNAPSHOT
+from tests.support.seed import hand_entered_count, seeded_gpu_count, seeded_price_count
 
 GPUS = {g.id: g for g in parse_gpus_csv(bundled_text("gpus.csv"))}
 
@@ -60,3 +67,18 @@ def test_the_bundled_table_covers_every_gpu_and_explains_every_gap() -> None:
         assert (cells[1] == "none (below)") == (gpu_id in gaps), gpu_id
     for gpu_id, reason in gaps.items():
         assert f"- `{gpu_id}`: {reason}" in table
+
+
+def test_the_seed_catalog_sentence_counts_what_the_migrations_store() -> None:
+    """The README's counts are those of a freshly migrated catalog: every GPU, every distinct
+    observation, split into prices.csv, the first SkyPilot snapshot and the newer Lambda file."""
+    text = " ".join(seed_catalog_summary().split())
+    snapshot = seeded_price_count(FIRST_SNAPSHOT) - hand_entered_count()
+    newer = seeded_price_count() - seeded_price_count(FIRST_SNAPSHOT)
+    assert (
+        f"holds {seeded_gpu_count()} GPUs and {seeded_price_count():,} price observations" in text
+    )
+    assert f"{hand_entered_count()} hand-entered observations" in text
+    assert f"migration `0005`, {snapshot:,} more" in text
+    assert f"(`0013`, {newer:,} more)" in text
+    assert all(len(line) <= 100 for line in seed_catalog_summary().splitlines())

@@ -7,7 +7,8 @@ with ``op.add_column`` (the type spelt out, as Alembic writes it), then calls
 ``next_catalog_revision`` and appends its rows with ``insert_new_prices``; one that brings a
 database up to the bundled ``prices.csv`` calls ``append_bundled_prices``, which writes (and
 moves the revision) only when the database lacks a row. ``store_bundled_gaps`` does the same
-for the documented reasons of ``purchase_gaps.csv``.
+for the documented reasons of ``purchase_gaps.csv``, and ``drop_priced_gaps`` deletes the
+reasons of GPUs a newer seed row prices.
 """
 
 from __future__ import annotations
@@ -145,6 +146,20 @@ def store_bundled_gaps(bind: sa.Connection, now: datetime, text: str | None = No
         sa.insert(PriceGapRow), [gap_to_row_values(gap, revision=revision) for gap in gaps]
     )
     return len(gaps)
+
+
+def drop_priced_gaps(bind: sa.Connection) -> int:
+    """Delete the stored reasons for a missing purchase price of the GPUs that now have one
+    (a later seed row closed the gap: the reason would contradict the price); the number
+    deleted. The caller makes it part of a catalog write (``next_catalog_revision``) when it
+    deletes any."""
+    priced = sa.select(PricePointRow.gpu_id).where(PricePointRow.kind == "purchase")
+    gone = bind.execute(
+        sa.delete(PriceGapRow)
+        .where(PriceGapRow.kind == "purchase", PriceGapRow.gpu_id.in_(priced))
+        .returning(PriceGapRow.gpu_id)
+    )
+    return len(gone.all())
 
 
 def fill_gpu_column(*names: str) -> None:

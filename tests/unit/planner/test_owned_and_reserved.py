@@ -112,9 +112,9 @@ def test_every_gpu_with_a_purchase_row_has_an_owned_offer_and_no_other_does() ->
 
 def test_the_owned_reason_gives_the_documented_gap_or_says_the_catalog_has_none() -> None:
     gaps = purchase_gaps()
-    documented = no_price_reason("h100-nvl", "owned", gaps["h100-nvl"])
+    documented = no_price_reason("h200-nvl", "owned", gaps["h200-nvl"])
     assert documented == (
-        f"no owned price for h100-nvl: {gaps['h100-nvl']}; give card_usd for it in "
+        f"no owned price for h200-nvl: {gaps['h200-nvl']}; give card_usd for it in "
         "constraints.owned"
     )
     # a GPU with no gap record (one added through the API, say) is still named, with the remedy
@@ -130,19 +130,19 @@ def test_the_owned_reason_gives_the_documented_gap_or_says_the_catalog_has_none(
 
 def test_a_plan_names_the_documented_reason_of_each_gap_gpu_and_solves_the_others() -> None:
     gaps = purchase_gaps()
-    p = plan(request(gpus=("h100-nvl", "gh200", "l4"), pricing="owned"), snapshot())
+    p = plan(request(gpus=("h200-nvl", "gh200", "l4"), pricing="owned"), snapshot())
     assert p.status == "optimal" and p.fleet is not None
     assert {line.gpu for line in p.fleet.lines} == {"l4"}
     reasons = {r.gpu: (r.code, r.reason) for r in p.rejected}
-    assert set(reasons) == {"h100-nvl", "gh200"}
+    assert set(reasons) == {"h200-nvl", "gh200"}
     for gpu, (code, reason) in reasons.items():
         assert code == "no_price"
         assert reason.startswith(f"no owned price for {gpu}: {gaps[gpu]}"), reason
     # a snapshot without the gap records still rejects them per GPU, with the generic reason
     bare = replace(snapshot(), gaps=())
-    alone = plan(request(gpus=("h100-nvl",), pricing="owned"), bare)
+    alone = plan(request(gpus=("h200-nvl",), pricing="owned"), bare)
     assert alone.status == "no_price"
-    assert [r.reason for r in alone.rejected] == [no_price_reason("h100-nvl", "owned")]
+    assert [r.reason for r in alone.rejected] == [no_price_reason("h200-nvl", "owned")]
 
 
 def test_a_card_price_given_in_the_request_prices_a_gpu_the_catalog_cannot() -> None:
