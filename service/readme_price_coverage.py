@@ -35,8 +35,21 @@ def _money(usd: float) -> str:
 
 
 def _reserved(points: Sequence[PricePoint], kind: str) -> str:
-    offers = sorted((p for p in points if p.kind == kind), key=lambda p: (p.usd, p.provider))
-    return ", ".join(f"{p.provider} {p.instance_type} {_money(p.usd)}/GPU-h" for p in offers) or "-"
+    """Per provider (cheapest first): its cheapest offer of ``kind`` per GPU-hour, and how many
+    offers (instance sizes x regions) it has and the dearest, when more than one."""
+    by_provider: dict[str, list[PricePoint]] = {}
+    for p in sorted((p for p in points if p.kind == kind), key=lambda p: (p.usd, p.instance_type)):
+        by_provider.setdefault(p.provider, []).append(p)
+    cells = []
+    for provider, offers in sorted(by_provider.items(), key=lambda kv: (kv[1][0].usd, kv[0])):
+        cheapest = offers[0]
+        cell = f"{provider} {cheapest.instance_type} {_money(cheapest.usd)}/GPU-h"
+        if len(offers) > 1 and offers[-1].usd > cheapest.usd:
+            cell += f" (cheapest of {len(offers)} offers, up to {_money(offers[-1].usd)})"
+        elif len(offers) > 1:
+            cell += f" ({len(offers)} offers at this price)"
+        cells.append(cell)
+    return ", ".join(cells) or "-"
 
 
 def price_coverage(

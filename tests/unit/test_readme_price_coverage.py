@@ -3,6 +3,7 @@ published reserved rates, and why a GPU has no purchase price."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from service.domain.catalog import PricePoint
@@ -46,13 +47,17 @@ def test_a_gpu_is_shown_at_its_cheapest_current_purchase_offer_and_its_reserved_
         point("l4", "purchase", 2700.0, 2, instance="card (refurbished)"),
         point("l4", "reserved_1y", 0.61, 3, instance="g6.xlarge"),
         point("l4", "reserved_1y", 0.40, 3, instance="g6.2xlarge"),
+        replace(point("l4", "reserved_1y", 0.45, 3, instance="g2-standard-4"), provider="gcp"),
+        point("l4", "reserved_3y", 0.30, 3, instance="g6.xlarge"),
+        point("l4", "reserved_3y", 0.30, 3, instance="g6.2xlarge"),
     ]
     table = price_coverage([GPUS["l4"], GPUS["t4"]], prices, {"t4": "no dated price found"})
     assert row(table, "l4") == [
         "`l4`",
         "$2,500 (2026-01-05)",
-        "aws g6.2xlarge $0.40/GPU-h, aws g6.xlarge $0.61/GPU-h",
-        "-",
+        "aws g6.2xlarge $0.40/GPU-h (cheapest of 2 offers, up to $0.61), "
+        "gcp g2-standard-4 $0.45/GPU-h",
+        "aws g6.2xlarge $0.30/GPU-h (2 offers at this price)",
     ]
     assert row(table, "t4")[1] == "none (below)"
     assert table.rstrip().splitlines()[-1] == "- `t4`: no dated price found."

@@ -221,12 +221,12 @@ def test_a_request_card_price_replaces_the_catalogs_for_that_gpu_only() -> None:
 
 
 def test_a_pricing_kind_without_data_is_said_per_gpu_and_is_not_an_slo_failure() -> None:
-    p = plan(request(gpus=("h100-pcie", "l4"), pricing="reserved_3y"), snapshot())
+    p = plan(request(gpus=("h100-pcie", "a40"), pricing="reserved_3y"), snapshot())
     assert p.status == "no_price" and p.fleet is None
     reasons = {r.gpu: r.reason for r in p.rejected}
     # each says the catalog has none of the kind, and the pricing the GPU's own prices allow
     choice = {"on_demand": "on_demand", "spot": "spot", "purchase": "owned"}
-    for gpu in ("h100-pcie", "l4"):
+    for gpu in ("h100-pcie", "a40"):
         kinds = {q.kind for q in snapshot().prices if q.gpu_id == gpu}
         assert "purchase" in kinds and "reserved_3y" not in kinds
         allowed = [choice[k] for k in choice if k in kinds]
