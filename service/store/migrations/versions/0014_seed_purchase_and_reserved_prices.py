@@ -43,4 +43,5 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    raise RuntimeError("seeded prices are append-only history; restore from a backup instead")
+    """Nothing to undo: 0014 changes no schema, its observations stay (price history is
+    append-only), and the reasons it deleted would contradict the purchase prices that stay."""
