@@ -109,9 +109,9 @@ def seed_catalog_summary() -> str:
     return (
         f"The seed catalog holds {len(gpus)} GPUs and {len(seen):,} price observations with "
         "their sources. It lives in\n"
-        f"[`service/data/`](service/data/README.md): {hand} hand-entered observations "
-        "(`prices.csv`,\nmigrations `0002`, `0006`, `0009` and `0014`), a snapshot of the "
-        "SkyPilot catalog for AWS,\nGCP, Azure, Lambda and RunPod (`skypilot/`, migration "
-        f"`0005`, {snapshot:,} more) and its newer Lambda\nfile (`0013`, {v9:,} more), so a "
+        f"[`service/data/`](service/data/README.md): {hand} observations from dated, named "
+        "sources\n(`prices.csv`, migrations `0002`, `0006`, `0009` and `0014`), a snapshot "
+        "of the SkyPilot catalog\nfor AWS, GCP, Azure, Lambda and RunPod (`skypilot/`, migration "
+        f"`0005`, {snapshot:,} more) and its newer\nLambda file (`0013`, {v9:,} more), so a "
         "fresh catalog plans on thousands of real offers.\n"
     )

@@ -83,7 +83,7 @@ def test_the_seed_catalog_sentence_counts_what_the_migrations_store() -> None:
     assert (
         f"holds {seeded_gpu_count()} GPUs and {seeded_price_count():,} price observations" in text
     )
-    assert f"{hand_entered_count()} hand-entered observations" in text
+    assert f"{hand_entered_count()} observations from dated, named" in text
     assert f"migration `0005`, {snapshot:,} more" in text
     assert f"(`0013`, {newer:,} more)" in text
     assert all(len(line) <= 100 for line in seed_catalog_summary().splitlines())
