@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import OTHER_KEY, Client, admin
-from tests.support.seed import seeded_price_count
+from tests.support.seed import newest_seeded_observation, seeded_price_count
 
 pytestmark = pytest.mark.integration
 
@@ -398,7 +398,8 @@ async def test_catalog_summary(client: Client) -> None:
     body = (await client.get("/v1/catalog")).json()
     assert body["gpus"] == len(ALL_IDS)
     assert body["price_points"] == seeded_price_count()
-    assert body["newest_observed_at"] == "2026-06-03T00:00:00Z"
+    newest = newest_seeded_observation()
+    assert body["newest_observed_at"] == newest.strftime("%Y-%m-%dT%H:%M:%SZ")
     assert body["catalog_revision"] >= 1
 
 

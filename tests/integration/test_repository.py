@@ -14,11 +14,12 @@ from service.domain.errors import InvalidInput
 from service.store.csv_format import bundled_text, parse_purchase_gaps_csv
 from service.store.errors import ValueRefused
 from service.store.repositories import CatalogRepository
-from tests.support.seed import seeded_price_count
+from tests.support.seed import newest_seeded_observation, seeded_price_count
 
 pytestmark = pytest.mark.integration
 
-T0 = datetime(2026, 7, 1, tzinfo=UTC)
+T0 = newest_seeded_observation() + timedelta(days=1)
+"""After every seeded observation, so a snapshot as of any of the test's dates holds them all."""
 
 
 def point(day: int, usd: float, *, provider: str = "examplecloud") -> PricePoint:

@@ -3,6 +3,7 @@ new seed row or catalog snapshot changes the expectation with it)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from functools import cache
 
 from service.domain.catalog import PricePoint
@@ -35,3 +36,14 @@ def seeded_price_count(files: tuple[SeedFile, ...] = BUNDLED_FILES) -> int:
     for item in bundled_imports(gpus, files):
         keys |= {_identity(p) for p in item.parsed.points}
     return len(keys)
+
+
+@cache
+def newest_seeded_observation() -> datetime:
+    """The newest ``observed_at`` of a freshly migrated catalog (``prices.csv`` and every
+    bundled SkyPilot file)."""
+    gpus = {g.id: g for g in parse_gpus_csv(bundled_text("gpus.csv"))}
+    newest = max(p.observed_at for p in parse_prices_csv(bundled_text("prices.csv")))
+    for item in bundled_imports(gpus, BUNDLED_FILES):
+        newest = max([newest, *(p.observed_at for p in item.parsed.points)])
+    return newest
