@@ -3,8 +3,8 @@ documented gaps of service/data/purchase_gaps.csv (H100 NVL: a dated Amazon list
 40GB, A10 and V100 PCIe 16GB: release-era prices from Epoch AI's hardware dataset, each with its
 own source), GCP's 1- and 3-year committed use prices for its A100, H100, L4 and RTX PRO 6000
 machines, the RTX PRO 6000 machines' on-demand and Spot prices, and current on-demand and Spot
-prices of every GCP a2 and a3-highgpu offer the catalog holds (2026-07-30; the SkyPilot
-snapshot prices about 40% of them at 0.52-0.66x the Cloud Billing catalog's), AWS's 1- and
+prices of every GCP a2, a3-highgpu and a3-edgegpu offer the catalog holds (2026-07-30; the
+SkyPilot snapshot prices about 40% of them at 0.52-0.66x the Cloud Billing catalog's), AWS's 1- and
 3-year Standard reserved instance prices for its p3, p3dn, g5 and g4dn instances (2022-07-07),
 and p5.48xlarge's current us-east-1 on-demand price (2026-08-22; the snapshot's predates AWS's
 June 2025 cut).
