@@ -16,7 +16,7 @@ from service.store.csv_format import (
     parse_prices_csv,
     parse_purchase_gaps_csv,
 )
-from service.store.skypilot_seed import FIRST_SNAPSHOT, V9_FILES, bundled_imports
+from service.store.skypilot_seed import FIRST_SNAPSHOT, V9_AWS_FILES, V9_FILES, bundled_imports
 
 RESERVED = ("reserved_1y", "reserved_3y")
 
@@ -100,18 +100,19 @@ def seed_catalog_summary() -> str:
     seen = {_identity(p) for p in parse_prices_csv(bundled_text("prices.csv"))}
     hand = len(seen)
     added = []
-    for files in (FIRST_SNAPSHOT, V9_FILES):
+    for files in (FIRST_SNAPSHOT, V9_FILES, V9_AWS_FILES):
         before = len(seen)
         for item in bundled_imports(by_id, files):
             seen |= {_identity(p) for p in item.parsed.points}
         added.append(len(seen) - before)
-    snapshot, v9 = added
+    snapshot, v9_lambda, v9_aws = added
     return (
         f"The seed catalog holds {len(gpus)} GPUs and {len(seen):,} price observations with "
         "their sources. It lives in\n"
         f"[`service/data/`](service/data/README.md): {hand} observations from dated, named "
         "sources\n(`prices.csv`, migrations `0002`, `0006`, `0009` and `0014`), a snapshot "
         "of the SkyPilot catalog\nfor AWS, GCP, Azure, Lambda and RunPod (`skypilot/`, migration "
-        f"`0005`, {snapshot:,} more) and its newer\nLambda file (`0013`, {v9:,} more), so a "
-        "fresh catalog plans on thousands of real offers.\n"
+        f"`0005`, {snapshot:,} more) and its newer\nfiles for Lambda (`0013`, {v9_lambda:,} "
+        f"more) and AWS's GPU instances (`0015`, {v9_aws:,} more), so a\nfresh catalog plans "
+        "on thousands of real offers.\n"
     )

@@ -1,13 +1,13 @@
 """The SkyPilot catalog snapshot bundled with gpuplan (``service/data/skypilot/``).
 
 Two snapshots of the public catalog: the v7 (Azure v6) file of each of the five clouds the
-importer reads, seeded by migration 0005, and the newer v9 Lambda file, seeded by migration
-0013; together they are part of the reference catalog the OpenAPI examples and the benchmarks
-read. The v7 files carry no dates; their ``observed_at`` is a placeholder chosen to keep the
-known order of snapshots (``service/data/skypilot/README.md`` explains it): they are older than
-the v9 prices (AWS v7 still lists p5.48xlarge at $98.32/h, the price before AWS's June 2025
-cut; every Lambda v9 price is higher than its v7 price), so where both price the same offer
-the v9 observation is the current one.
+importer reads, seeded by migration 0005, and the newer v9 files of Lambda (migration 0013) and
+of AWS's GPU instances (migration 0015); together they are part of the reference catalog the
+OpenAPI examples and the benchmarks read. The v7 files carry no dates; their ``observed_at`` is
+a placeholder chosen to keep the known order of snapshots (``service/data/skypilot/README.md``
+explains it): they are older than the v9 prices (AWS v7 still lists p5.48xlarge at $98.32/h,
+the price before AWS's June 2025 cut; every Lambda v9 price is higher than its v7 price), so
+where both price the same offer the v9 observation is the current one.
 """
 
 from __future__ import annotations
@@ -86,7 +86,22 @@ V9_FILES = (
 """Newer observations of the same offers, seeded by migration 0013: Lambda's v9 file (every
 price of the v7 file rose; it adds B200 and more instance sizes)."""
 
-BUNDLED_FILES = FIRST_SNAPSHOT + V9_FILES
+V9_AWS_FILES = (
+    SeedFile(
+        "aws",
+        "2c3d7ea7d76bf84cf80d382e946c1609571485fd",
+        "catalogs/v9/aws/vms.csv",
+        _V9,
+        dating=V9_DATING,
+        folder="skypilot/v9",
+    ),
+)
+"""Newer observations of the AWS offers, seeded by migration 0015: the GPU rows of AWS's v9 file
+(g4dn, g5, g6, g6e, g7e, gr6 and the p instances), dated as the Lambda file of the same commit. The
+v7 file predates AWS's June 2025 cut of P4 and P5 prices (p5.48xlarge $98.32/h in us-east-2,
+$55.04/h in v9)."""
+
+BUNDLED_FILES = FIRST_SNAPSHOT + V9_FILES + V9_AWS_FILES
 """Every bundled file, oldest snapshot first."""
 
 

@@ -11,7 +11,12 @@ from alembic.operations import Operations
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, TextClause, bindparam, func, insert, select, text
 
-from service.store.csv_format import bundled_text, parse_prices_csv, parse_purchase_gaps_csv
+from service.store.csv_format import (
+    bundled_text,
+    parse_gpus_csv,
+    parse_prices_csv,
+    parse_purchase_gaps_csv,
+)
 from service.store.database import create_engine
 from service.store.migrate import alembic_config, current_revision, head_revision, upgrade
 from service.store.migrations.backfill import (
@@ -21,7 +26,7 @@ from service.store.migrations.backfill import (
     store_bundled_gaps,
 )
 from service.store.models import Base
-from service.store.skypilot_seed import FIRST_SNAPSHOT, V9_FILES
+from service.store.skypilot_seed import FIRST_SNAPSHOT, V9_AWS_FILES, V9_FILES, bundled_imports
 from tests.support.seed import hand_entered_count, seeded_gpu_count, seeded_price_count
 
 pytestmark = pytest.mark.integration
@@ -47,16 +52,22 @@ async def test_upgrade_empty_database_to_head_without_drift(empty_database_url: 
             ).all()
             gpus = await connection.scalar(text("SELECT count(*) FROM gpus"))
             prices = await connection.scalar(text("SELECT count(*) FROM price_points"))
-            v9_revision = await connection.scalar(
-                text("SELECT revision FROM price_imports WHERE source LIKE '%/catalogs/v9/%'")
-            )
+            v9_revisions = (
+                await connection.execute(
+                    text(
+                        "SELECT revision FROM price_imports WHERE source LIKE '%/catalogs/v9/%' "
+                        "ORDER BY revision"
+                    )
+                )
+            ).scalars()
+            lambda_v9, aws_v9 = list(v9_revisions)
         assert (gpus, prices) == (seeded_gpu_count(), seeded_price_count())
         assert prices > 3000  # the SkyPilot snapshot (0005) on top of prices.csv (0002)
         # The seed is revision 1, the SkyPilot snapshot one more catalog write, the v9 Lambda
-        # file (0013) a later one; a migration that fills a new spec field
-        # (backfill.fill_gpu_column) is one more catalog write each.
-        assert v9_revision is not None and v9_revision > 2
-        assert sorted(r for (r,) in price_revisions) == [1, 2, v9_revision]
+        # file (0013) a later one and the v9 AWS file (0015) a later one still; a migration
+        # that fills a new spec field (backfill.fill_gpu_column) is one more catalog write each.
+        assert 2 < lambda_v9 < aws_v9
+        assert sorted(r for (r,) in price_revisions) == [1, 2, lambda_v9, aws_v9]
         assert 1 <= newest_gpu <= revision and revision >= 2
         await upgrade(engine)  # a second run is a no-op
         assert await current_revision(engine) == head_revision()
@@ -458,13 +469,76 @@ async def test_the_v9_lambda_migration_makes_every_lambda_offer_current_in_one_w
                     )
                 )
             ).all()
-        assert after == (before[0] + 1, seeded_price_count())
+        assert after == (before[0] + 1, seeded_price_count(FIRST_SNAPSHOT + V9_FILES))
         assert recorded == [("lambda", after[1] - before[1], after[0])]
         newest: dict[tuple[str, str, str], str] = {}
         for gpu, region, instance, observed in lambda_rows:
             day = str(observed)[:10]
             newest[(gpu, region, instance)] = max(day, newest.get((gpu, region, instance), day))
         assert newest and set(newest.values()) == {v9_file.observed_at.date().isoformat()}
+        await upgrade(engine)
+        assert (await state())[1] == seeded_price_count()
+    finally:
+        await engine.dispose()
+
+
+async def test_the_v9_aws_migration_makes_every_offer_of_its_file_current_in_one_write(
+    empty_database_url: str,
+) -> None:
+    """0015 appends the GPU rows of AWS's v9 file as one catalog write and records it as an
+    import: every AWS offer the file prices then has a newest observation of that date or later
+    (a later dated row of prices.csv may be newer; the v7 prices stay as history), so no p5 is
+    costed at its pre-June-2025 price any more; a second run inserts nothing."""
+    (v9_file,) = V9_AWS_FILES
+    (item,) = bundled_imports(
+        {g.id: g for g in parse_gpus_csv(bundled_text("gpus.csv"))}, V9_AWS_FILES
+    )
+    in_file = {(p.gpu_id, p.region, p.kind, p.instance_type) for p in item.parsed.points}
+    engine = create_engine(empty_database_url)
+
+    async def state() -> tuple[int, int]:
+        async with engine.connect() as connection:
+            revision = await connection.scalar(text("SELECT revision FROM catalog_state"))
+            count = await connection.scalar(text("SELECT count(*) FROM price_points"))
+        return int(revision), int(count)
+
+    try:
+        await upgrade(engine, "0014")
+        before = await state()
+        await upgrade(engine, "0015")
+        after = await state()
+        async with engine.connect() as connection:
+            recorded = (
+                await connection.execute(
+                    text(
+                        "SELECT provider, inserted, revision FROM price_imports "
+                        "WHERE source LIKE '%/catalogs/v9/aws/%'"
+                    )
+                )
+            ).all()
+            aws_rows = (
+                await connection.execute(
+                    text(
+                        "SELECT gpu_id, region, kind, instance_type, observed_at, usd, "
+                        "gpus_per_instance FROM price_points WHERE provider = 'aws'"
+                    )
+                )
+            ).all()
+        assert after == (before[0] + 1, seeded_price_count())
+        assert recorded == [("aws", after[1] - before[1], after[0])] and after[1] > before[1]
+        newest: dict[tuple[str, str, str, str], tuple[str, float]] = {}
+        for gpu, region, kind, instance, observed, usd, count in aws_rows:
+            key, day = (gpu, region, kind, instance), str(observed)[:10]
+            if key not in newest or day > newest[key][0]:
+                newest[key] = (day, float(usd) * int(count))
+        v9_day = v9_file.observed_at.date().isoformat()
+        assert in_file and all(newest[key][0] >= v9_day for key in in_file)
+        p5 = [
+            usd
+            for (_, _, kind, instance), (_, usd) in newest.items()
+            if instance == "p5.48xlarge" and kind == "on_demand"
+        ]
+        assert p5 and max(p5) < 98.32
         await upgrade(engine)
         assert (await state())[1] == seeded_price_count()
     finally:

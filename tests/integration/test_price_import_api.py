@@ -80,13 +80,16 @@ async def test_importing_the_same_file_twice_adds_nothing_the_second_time(client
     assert again["catalog_revision"] == new["catalog_revision"]
 
 
-async def test_the_seeded_v9_lambda_file_imported_again_adds_nothing(client: Client) -> None:
-    """The newer Lambda file a fresh catalog is seeded with (migration 0013) is recognised as
-    already imported: its date is reused and nothing is inserted."""
+@pytest.mark.parametrize(("cloud", "observations"), [("lambda", 306), ("aws", 1000)])
+async def test_a_seeded_v9_file_imported_again_adds_nothing(
+    client: Client, cloud: str, observations: int
+) -> None:
+    """The newer Lambda and AWS files a fresh catalog is seeded with (migrations 0013 and 0015)
+    are recognised as already imported: the date is reused and nothing is inserted."""
     points = await price_points(client)
-    answer = (await post(client, body("v9/lambda"), cloud="lambda")).json()
+    answer = (await post(client, body(f"v9/{cloud}"), cloud=cloud)).json()
     assert answer["observed_at_reused"] and answer["observed_at"] == "2026-06-03T00:00:00Z"
-    assert answer["inserted"] == 0 and answer["already_present"] > 306
+    assert answer["inserted"] == 0 and answer["already_present"] > observations
     assert await price_points(client) == points
 
 

@@ -30,7 +30,7 @@ curl -s localhost:8000/v1/catalog | jq -c '{catalog_revision}'
 ```
 <!-- example:catalog -->
 ```json
-{"catalog_revision":7}
+{"catalog_revision":0}
 ```
 <!-- /example -->
 """
@@ -75,7 +75,7 @@ def test_check_reports_drift_with_a_diff_and_regeneration_is_idempotent(tmp_path
     printed: list[str] = []
 
     assert main(["--check", "--readme", str(readme)], out=printed.append) == 1
-    assert '-{"catalog_revision":7}' in printed[0]
+    assert '-{"catalog_revision":0}' in printed[0]
     assert readme.read_text() == CATALOG_EXAMPLE  # --check writes nothing
 
     assert main(["--readme", str(readme)], out=printed.append) == 0
@@ -85,7 +85,7 @@ def test_check_reports_drift_with_a_diff_and_regeneration_is_idempotent(tmp_path
     [answer] = [line for line in rewritten.splitlines() if line.startswith('{"catalog_revision":')]
     revision = int(answer.removeprefix('{"catalog_revision":').removesuffix("}"))
     assert revision >= 1
-    assert rewritten.replace(answer, "") == CATALOG_EXAMPLE.replace('{"catalog_revision":7}', "")
+    assert rewritten.replace(answer, "") == CATALOG_EXAMPLE.replace('{"catalog_revision":0}', "")
     assert main(["--check", "--readme", str(readme)], out=printed.append) == 0
 
 

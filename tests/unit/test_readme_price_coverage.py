@@ -14,7 +14,7 @@ from service.readme_price_coverage import (
     seed_catalog_summary,
 )
 from service.store.csv_format import bundled_text, parse_gpus_csv
-from service.store.skypilot_seed import FIRST_SNAPSHOT
+from service.store.skypilot_seed import FIRST_SNAPSHOT, V9_FILES
 from tests.support.seed import hand_entered_count, seeded_gpu_count, seeded_price_count
 
 GPUS = {g.id: g for g in parse_gpus_csv(bundled_text("gpus.csv"))}
@@ -76,14 +76,17 @@ def test_the_bundled_table_covers_every_gpu_and_explains_every_gap() -> None:
 
 def test_the_seed_catalog_sentence_counts_what_the_migrations_store() -> None:
     """The README's counts are those of a freshly migrated catalog: every GPU, every distinct
-    observation, split into prices.csv, the first SkyPilot snapshot and the newer Lambda file."""
+    observation, split into prices.csv, the first SkyPilot snapshot and the newer Lambda and AWS
+    files."""
     text = " ".join(seed_catalog_summary().split())
     snapshot = seeded_price_count(FIRST_SNAPSHOT) - hand_entered_count()
-    newer = seeded_price_count() - seeded_price_count(FIRST_SNAPSHOT)
+    lambda_v9 = seeded_price_count(FIRST_SNAPSHOT + V9_FILES) - seeded_price_count(FIRST_SNAPSHOT)
+    aws_v9 = seeded_price_count() - seeded_price_count(FIRST_SNAPSHOT + V9_FILES)
     assert (
         f"holds {seeded_gpu_count()} GPUs and {seeded_price_count():,} price observations" in text
     )
     assert f"{hand_entered_count()} observations from dated, named" in text
     assert f"migration `0005`, {snapshot:,} more" in text
-    assert f"(`0013`, {newer:,} more)" in text
+    assert f"(`0013`, {lambda_v9:,} more)" in text
+    assert f"(`0015`, {aws_v9:,} more)" in text and aws_v9 > 0
     assert all(len(line) <= 100 for line in seed_catalog_summary().splitlines())
