@@ -43,6 +43,7 @@ from service.domain.price_import import (
     ImportTally,
     ParsedCatalog,
 )
+from service.domain.superseded import GPU_ONLY_MARKS
 from service.domain.vocabulary import PriceKindName
 
 BASE_COLUMNS = (
@@ -95,6 +96,9 @@ _ADJUST: dict[str, str] = {
 }
 
 _OBSOLETE = {"k80", "m60", "radeonmi25", "mi25"}
+
+# How a GCP GPU priced without its host VM is named (``superseded.gpu_only`` recognises it).
+GPU_ALONE = GPU_ONLY_MARKS[0]
 
 # SkyPilot accelerator name (normalised) -> catalog id. Names not here are looked up among the
 # catalog's ids and aliases.
@@ -522,9 +526,9 @@ def _gcp_offers(
             if gpu_prices is None:
                 continue
             family = _GCP_GPU_ONLY.get(name, "host")
-            instance = f"{family} + {count}x {row.accelerator} (GPU only, host VM extra)"
+            instance = f"{family} + {count}x {row.accelerator} {GPU_ALONE}"
             if family == "a3-megagpu-8g":
-                instance = f"{family} (GPU only, host VM extra)"
+                instance = f"{family} {GPU_ALONE}"
             tallies.adjust("gcp_gpu_only")
             _add(offers, tallies, gpu_id, row, instance, count, gpu_prices, "GPU only")
             continue

@@ -380,7 +380,7 @@ def test_price_columns_in_order() -> None:
 
 
 def test_price_row_count(prices: list[dict[str, str]]) -> None:
-    assert len(prices) == 523
+    assert len(prices) == 677
 
 
 def test_every_gpu_has_a_purchase_price_or_a_documented_reason(
