@@ -10,6 +10,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.operations import Operations
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, TextClause, bindparam, func, insert, select, text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.store.csv_format import (
     bundled_text,
@@ -30,6 +31,31 @@ from service.store.skypilot_seed import FIRST_SNAPSHOT, V9_AWS_FILES, V9_FILES, 
 from tests.support.seed import hand_entered_count, seeded_gpu_count, seeded_price_count
 
 pytestmark = pytest.mark.integration
+
+
+async def revision_and_prices(engine: AsyncEngine) -> tuple[int, int]:
+    """The catalog revision and the number of stored price observations."""
+    async with engine.connect() as connection:
+        revision = await connection.scalar(text("SELECT revision FROM catalog_state"))
+        count = await connection.scalar(text("SELECT count(*) FROM price_points"))
+    return int(revision), int(count)
+
+
+async def import_step(
+    engine: AsyncEngine, start: str, step: str, source_like: str
+) -> tuple[tuple[int, int], tuple[int, int], list[tuple[str, int, int]]]:
+    """Upgrade to ``start``, then to ``step``: the (revision, prices) before and after, and the
+    imports recorded for the sources ``LIKE source_like`` (provider, inserted, revision)."""
+    await upgrade(engine, start)
+    before = await revision_and_prices(engine)
+    await upgrade(engine, step)
+    after = await revision_and_prices(engine)
+    async with engine.connect() as connection:
+        recorded = await connection.execute(
+            text("SELECT provider, inserted, revision FROM price_imports WHERE source LIKE :s"),
+            {"s": source_like},
+        )
+        return before, after, [(str(a), int(b), int(c)) for a, b, c in recorded.all()]
 
 
 def _drift(connection: Connection) -> list[object]:
@@ -327,10 +353,7 @@ async def test_bringing_a_database_up_to_the_bundled_prices_writes_only_what_it_
     )
 
     async def state() -> tuple[int, int]:
-        async with engine.connect() as connection:
-            revision = await connection.scalar(text("SELECT revision FROM catalog_state"))
-            count = await connection.scalar(text("SELECT count(*) FROM price_points"))
-        return int(revision), int(count)
+        return await revision_and_prices(engine)
 
     async def append(csv_text: str) -> int:
         async with engine.begin() as connection:
@@ -440,27 +463,10 @@ async def test_the_v9_lambda_migration_makes_every_lambda_offer_current_in_one_w
     (v9_file,) = V9_FILES
     engine = create_engine(empty_database_url)
 
-    async def state() -> tuple[int, int]:
-        async with engine.connect() as connection:
-            revision = await connection.scalar(text("SELECT revision FROM catalog_state"))
-            count = await connection.scalar(text("SELECT count(*) FROM price_points"))
-        return int(revision), int(count)
-
     try:
-        await upgrade(engine, "0012")
-        before = await state()
+        before, after, recorded = await import_step(engine, "0012", "0013", "%/catalogs/v9/%")
         assert before[1] == seeded_price_count(FIRST_SNAPSHOT)
-        await upgrade(engine, "0013")
-        after = await state()
         async with engine.connect() as connection:
-            recorded = (
-                await connection.execute(
-                    text(
-                        "SELECT provider, inserted, revision FROM price_imports "
-                        "WHERE source LIKE '%/catalogs/v9/%'"
-                    )
-                )
-            ).all()
             lambda_rows = (
                 await connection.execute(
                     text(
@@ -477,7 +483,7 @@ async def test_the_v9_lambda_migration_makes_every_lambda_offer_current_in_one_w
             newest[(gpu, region, instance)] = max(day, newest.get((gpu, region, instance), day))
         assert newest and set(newest.values()) == {v9_file.observed_at.date().isoformat()}
         await upgrade(engine)
-        assert (await state())[1] == seeded_price_count()
+        assert (await revision_and_prices(engine))[1] == seeded_price_count()
     finally:
         await engine.dispose()
 
@@ -496,26 +502,9 @@ async def test_the_v9_aws_migration_makes_every_offer_of_its_file_current_in_one
     in_file = {(p.gpu_id, p.region, p.kind, p.instance_type) for p in item.parsed.points}
     engine = create_engine(empty_database_url)
 
-    async def state() -> tuple[int, int]:
-        async with engine.connect() as connection:
-            revision = await connection.scalar(text("SELECT revision FROM catalog_state"))
-            count = await connection.scalar(text("SELECT count(*) FROM price_points"))
-        return int(revision), int(count)
-
     try:
-        await upgrade(engine, "0014")
-        before = await state()
-        await upgrade(engine, "0015")
-        after = await state()
+        before, after, recorded = await import_step(engine, "0014", "0015", "%/catalogs/v9/aws/%")
         async with engine.connect() as connection:
-            recorded = (
-                await connection.execute(
-                    text(
-                        "SELECT provider, inserted, revision FROM price_imports "
-                        "WHERE source LIKE '%/catalogs/v9/aws/%'"
-                    )
-                )
-            ).all()
             aws_rows = (
                 await connection.execute(
                     text(
@@ -540,6 +529,6 @@ async def test_the_v9_aws_migration_makes_every_offer_of_its_file_current_in_one
         ]
         assert p5 and max(p5) < 98.32
         await upgrade(engine)
-        assert (await state())[1] == seeded_price_count()
+        assert (await revision_and_prices(engine))[1] == seeded_price_count()
     finally:
         await engine.dispose()

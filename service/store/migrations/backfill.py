@@ -29,7 +29,7 @@ from service.store.csv_format import (
 )
 from service.store.models import GpuRow, PriceGapRow, PriceImportRow, PricePointRow
 from service.store.rows import gap_to_row_values, gpu_to_row_values, price_to_row_values
-from service.store.skypilot_seed import BundledImport
+from service.store.skypilot_seed import BundledImport, SeedFile, bundled_imports
 
 # What makes a price observation the same one: a seed never stores it twice.
 _PRICE_IDENTITY = ["gpu_id", "provider", "region", "kind", "instance_type", "observed_at"]
@@ -72,6 +72,22 @@ def append_bundled_prices(
     if inserted:
         _set_revision(bind, revision, now)
     return inserted
+
+
+def seed_newer_bundled_files(
+    bind: sa.Connection, files: tuple[SeedFile, ...], now: datetime
+) -> None:
+    """Append the bundled SkyPilot ``files`` (newer snapshots of offers already seeded) as one
+    catalog write carrying the next revision, each recorded as an import
+    (:func:`seed_bundled_imports`)."""
+    gpus = {g.id: g for g in parse_gpus_csv(bundled_text("gpus.csv"))}
+    seed_bundled_imports(
+        bind,
+        bundled_imports(gpus, files),
+        revision=next_catalog_revision(bind, now),
+        now=now,
+        chunk=500,
+    )
 
 
 def seed_bundled_imports(

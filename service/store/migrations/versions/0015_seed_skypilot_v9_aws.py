@@ -20,9 +20,8 @@ from datetime import UTC, datetime
 
 from alembic import op
 
-from service.store.csv_format import bundled_text, parse_gpus_csv
-from service.store.migrations.backfill import next_catalog_revision, seed_bundled_imports
-from service.store.skypilot_seed import V9_AWS_FILES, bundled_imports
+from service.store.migrations.backfill import seed_newer_bundled_files
+from service.store.skypilot_seed import V9_AWS_FILES
 
 revision = "0015"
 down_revision = "0014"
@@ -31,15 +30,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    bind = op.get_bind()
-    now = datetime.now(UTC)
-    seed_bundled_imports(
-        bind,
-        bundled_imports({g.id: g for g in parse_gpus_csv(bundled_text("gpus.csv"))}, V9_AWS_FILES),
-        revision=next_catalog_revision(bind, now),
-        now=now,
-        chunk=500,
-    )
+    seed_newer_bundled_files(op.get_bind(), V9_AWS_FILES, datetime.now(UTC))
 
 
 def downgrade() -> None:
