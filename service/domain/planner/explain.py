@@ -21,6 +21,7 @@ from service.domain.solver import (
     SolveStatus,
     relaxation_savings,
 )
+from service.domain.superseded import GPU_ONLY_MARKS
 
 
 def single_type_rejection(
@@ -318,6 +319,20 @@ def provider_policy_sentence(request: PlanRequest) -> str:
     return (
         f"Providers: the service's default policy ({entries}; GPUPLAN_DEFAULT_PROVIDERS); "
         f"{marketplaces}."
+    )
+
+
+def host_not_priced_sentences(fleet: Fleet | None) -> tuple[str, ...]:
+    """A sentence per fleet line costed at its GPUs' price alone (an offer whose instance type
+    says the host VM is extra, ``superseded.gpu_only``): its cost leaves out the VM the GPUs
+    run in, so the plan's cost is a lower bound there."""
+    if fleet is None:
+        return ()
+    return tuple(
+        f"Host VM not priced: {_line_words(line)} is costed at its GPUs' price alone; the VM "
+        "they run in is billed on top, so this line's cost is a lower bound."
+        for line in fleet.lines
+        if line.instance_type.endswith(GPU_ONLY_MARKS)
     )
 
 

@@ -36,6 +36,7 @@ from service.domain.planner.candidates import Candidates, build_candidates, flee
 from service.domain.planner.explain import (
     assumptions,
     explain,
+    host_not_priced_sentences,
     no_candidates_sentence,
     priced_constraints,
     single_type_rejection,
@@ -241,6 +242,7 @@ def _solve(
             if routes is not None and fleet
             else ()
         )
+        + host_not_priced_sentences(fleet)
         + stale_price_sentences(fleet, prices_as_of, request.policy.price_max_age_days),
         assumptions=assumptions(request, candidates, solution if solution.has_fleet else None),
         buckets=buckets,

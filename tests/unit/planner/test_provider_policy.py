@@ -202,3 +202,17 @@ def test_a_bad_policy_setting_names_the_variable(name: str, value: str) -> None:
 def test_provider_kinds_of_the_policy_words() -> None:
     assert provider_kind("vast") == "marketplace"
     assert provider_kind("request") == "purchase"
+
+
+def test_a_line_costed_at_its_gpus_alone_says_the_host_is_extra() -> None:
+    """GCP's T4 runs in an N1 machine the catalog does not price: a plan on it says, per line,
+    that the cost leaves out the VM; a plan on whole instances says nothing of the kind."""
+    p = plan(request(gpus=("t4",), providers=("gcp",)), snapshot())
+    assert p.fleet is not None and p.fleet.lines
+    assert all("(GPU only, host VM extra)" in line.instance_type for line in p.fleet.lines)
+    said = [s for s in p.explanation if s.startswith("Host VM not priced: ")]
+    assert len(said) == len(p.fleet.lines)
+    assert p.fleet.lines[0].instance_type in said[0] and "lower bound" in said[0]
+    whole = plan(request(gpus=("l4",), providers=("gcp",)), snapshot())
+    assert whole.fleet is not None
+    assert not any(s.startswith("Host VM not priced") for s in whole.explanation)
