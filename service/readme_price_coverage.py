@@ -110,9 +110,9 @@ def seed_catalog_summary() -> str:
         f"The seed catalog holds {len(gpus)} GPUs and {len(seen):,} price observations with "
         "their sources. It lives in\n"
         f"[`service/data/`](service/data/README.md): {hand} observations from dated, named "
-        "sources\n(`prices.csv`, migrations `0002`, `0006`, `0009`, `0014` and `0016`), a "
-        "snapshot of the SkyPilot\ncatalog for AWS, GCP, Azure, Lambda and RunPod (`skypilot/`, "
-        f"migration `0005`, {snapshot:,} more) and\nits newer files for Lambda (`0013`, "
+        "sources\n(`prices.csv`, migrations `0002`, `0006`, `0009`, `0014`, `0016` and `0017`), "
+        "a snapshot of\nthe SkyPilot catalog for AWS, GCP, Azure, Lambda and RunPod (`skypilot/`, "
+        f"migration `0005`,\n{snapshot:,} more) and its newer files for Lambda (`0013`, "
         f"{v9_lambda:,} more) and AWS's GPU instances (`0015`,\n{v9_aws:,} more), so a fresh "
         "catalog plans on thousands of real offers.\n"
     )

@@ -380,7 +380,7 @@ def test_price_columns_in_order() -> None:
 
 
 def test_price_row_count(prices: list[dict[str, str]]) -> None:
-    assert len(prices) == 677
+    assert len(prices) == 961
 
 
 def test_every_gpu_has_a_purchase_price_or_a_documented_reason(
@@ -462,6 +462,53 @@ def test_per_gpu_price_matches_instance_price(prices: list[dict[str, str]]) -> N
         assert float(m.group(1)) / n == pytest.approx(float(row["usd"]), rel=5e-3, abs=1e-4)
         checked += 1
     assert checked >= 100
+
+
+NOT_IN_GOOGLES_PRICE_LIST = {("a3-megagpu-8g", "us-central1")}
+"""GCP offers the catalog has on demand (SkyPilot's 2026-06-03 file) for which Google's price list
+of 2026-07-30 gives no price of any kind, so no committed use price either."""
+
+GCP_COMMITTED = re.compile(r"on demand ([0-9.]+)/h\) \(instance \$([0-9.]+)/h / (\d+) GPUs?\)$")
+
+
+def _gcp_on_demand_regions(prices: list[dict[str, str]]) -> dict[str, set[str]]:
+    """Regions where the seed catalog offers each GCP machine type on demand: the SkyPilot
+    snapshot's GCP file and the on-demand rows of prices.csv."""
+    regions: dict[str, set[str]] = defaultdict(set)
+    with (DATA / "skypilot" / "gcp" / "vms.csv").open(newline="", encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            regions[r["InstanceType"]].add(r["Region"])
+    for r in prices:
+        if r["provider"] == "gcp" and r["kind"] == "on_demand":
+            regions[r["instance_type"]].add(r["region"])
+    return regions
+
+
+def test_gcp_committed_use_prices_sit_below_on_demand_wherever_the_machine_is_offered(
+    prices: list[dict[str, str]],
+) -> None:
+    # A committed use discount only lowers the machine's on-demand rate, and the longer term
+    # lowers it further; and a machine type with committed use prices has them in every region
+    # where the catalog offers it on demand (a reserved plan may be restricted to any of them).
+    committed = [r for r in prices if r["provider"] == "gcp" and r["kind"].startswith("reserved")]
+    by_offer: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for row in committed:
+        m = GCP_COMMITTED.search(row["source"])
+        assert m, row
+        on_demand, instance = float(m.group(1)), float(m.group(2))
+        assert instance < on_demand, row
+        by_offer[(row["instance_type"], row["region"])][row["kind"]] = instance
+    assert len(by_offer) >= 170
+    for offer, terms in by_offer.items():
+        assert set(terms) == {"reserved_1y", "reserved_3y"}, offer
+        assert terms["reserved_3y"] < terms["reserved_1y"], offer
+    offered = _gcp_on_demand_regions(prices)
+    machine_types = {machine for machine, _ in by_offer}
+    for machine in machine_types:
+        missing = {region for region in offered[machine] if (machine, region) not in by_offer}
+        assert not missing - {r for m, r in NOT_IN_GOOGLES_PRICE_LIST if m == machine}, machine
+    # Europe and Asia are covered, not only the two US regions first recorded
+    assert {"europe-west4", "asia-southeast1"} <= {region for _, region in by_offer}
 
 
 def test_every_reference_gpu_keeps_a_price(prices: list[dict[str, str]]) -> None:

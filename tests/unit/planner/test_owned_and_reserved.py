@@ -210,6 +210,32 @@ def test_a_reserved_plan_uses_a_newly_covered_instance_family() -> None:
     assert [r.code for r in three.rejected] == ["no_price"]
 
 
+@pytest.mark.parametrize(
+    ("gpu", "region"), [("l4", "europe-west4"), ("h100-sxm", "asia-southeast1")]
+)
+def test_a_reserved_plan_restricted_to_a_region_outside_the_us_is_costed_at_its_committed_rate(
+    gpu: str, region: str
+) -> None:
+    # GCP's committed use prices cover every region where the machine is offered on demand, so
+    # a team that must stay in one region gets a reserved plan there, at that region's rate.
+    rows = {
+        (r["instance_type"], r["kind"]): float(r["usd"])
+        for r in price_rows()
+        if r["provider"] == "gcp" and r["region"] == region and r["gpu_id"] == gpu
+    }
+    for term in ("reserved_1y", "reserved_3y"):
+        p = plan(
+            request(gpus=(gpu,), pricing=term, providers=("gcp",), regions=(region,)), snapshot()
+        )
+        assert p.status == "optimal" and p.fleet is not None, p.rejected
+        for line in p.fleet.lines:
+            assert (line.provider, line.region, line.pricing) == ("gcp", region, term)
+            per_card = rows[(line.instance_type, term)]
+            assert line.usd_per_hour == pytest.approx(line.cards * per_card)
+            # below what the same machine costs on demand there
+            assert per_card < rows[(line.instance_type, "on_demand")]
+
+
 def test_a_request_card_price_replaces_the_catalogs_for_that_gpu_only() -> None:
     catalog = plan(request(gpus=("h100-sxm",), pricing="owned"), snapshot())
     cheaper = OwnedCost(card_usd=(("h100-sxm", 10_000.0),))
