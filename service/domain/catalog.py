@@ -199,6 +199,21 @@ class PriceGap:
     reason: str
 
 
+GLOBAL_REGION = "global"
+"""The region of a price its provider states for every region (Lambda's list price, a figure
+whose source names no region) and of purchase prices."""
+
+
+def provider_regions(prices: Iterable[PricePoint]) -> dict[str, frozenset[str]]:
+    """The named regions (not :data:`GLOBAL_REGION`) in which each provider has a price, of any
+    GPU and kind: where that provider's ``global`` prices can be bought."""
+    named: dict[str, set[str]] = {}
+    for price in prices:
+        if price.region != GLOBAL_REGION:
+            named.setdefault(price.provider, set()).add(price.region)
+    return {provider: frozenset(regions) for provider, regions in named.items()}
+
+
 @dataclass(frozen=True, slots=True)
 class CatalogSnapshot:
     """Everything the planner needs from the catalog at one revision.
@@ -216,6 +231,8 @@ class CatalogSnapshot:
 
     alias_index: dict[str, str] = field(init=False, repr=False, compare=False)
     prices_by_gpu: dict[str, tuple[PricePoint, ...]] = field(init=False, repr=False, compare=False)
+    provider_regions: dict[str, frozenset[str]] = field(init=False, repr=False, compare=False)
+    """Each provider's named regions (:func:`provider_regions`)."""
     gap_reasons: dict[tuple[str, str], str] = field(init=False, repr=False, compare=False)
     memo: dict[Hashable, Any] = field(init=False, repr=False, compare=False)
     """Values the planner derives from this snapshot alone (offers per GPU and constraint),
@@ -228,6 +245,7 @@ class CatalogSnapshot:
         for price in self.prices:
             by_gpu.setdefault(price.gpu_id, []).append(price)
         object.__setattr__(self, "prices_by_gpu", {k: tuple(v) for k, v in by_gpu.items()})
+        object.__setattr__(self, "provider_regions", provider_regions(self.prices))
         reasons = {(gap.gpu_id, gap.kind): gap.reason for gap in self.gaps}
         object.__setattr__(self, "gap_reasons", reasons)
         object.__setattr__(self, "memo", {})

@@ -18,10 +18,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from service.domain.catalog import PricePoint
-
-GLOBAL_REGION = "global"
-"""The region of a price its provider states for every region (and of purchase prices)."""
+from service.domain.catalog import GLOBAL_REGION, PricePoint
 
 GPU_ONLY_MARKS = ("(GPU only, host VM extra)", "(GPU component only)")
 """What an instance type ends with when its price is the GPUs' alone: the SkyPilot importer

@@ -207,7 +207,21 @@ class ConstraintsIn(WireIn, kw_only=True):
         default_factory=list
     )
     providers: Annotated[list[ShortName], Meta(min_length=1, max_length=32)] | None = None
-    regions: Annotated[list[ShortName], Meta(min_length=1, max_length=64)] | None = None
+    regions: (
+        Annotated[
+            list[ShortName],
+            Meta(
+                min_length=1,
+                max_length=64,
+                description=(
+                    "Regions the fleet may use (all when absent). A provider's one price for all "
+                    "its regions (region `global`) counts only where that provider has one of "
+                    "these regions in the catalog; purchase prices have no region."
+                ),
+            ),
+        ]
+        | None
+    ) = None
     pricing: PricingChoice = "on_demand"
     max_cards: Annotated[
         dict[GpuName, Annotated[int, Meta(ge=0, le=1_000_000)]],

@@ -254,7 +254,9 @@ def gpu_offers(
     def compute() -> tuple[list[Offer], str | None]:
         prices = snapshot.prices_by_gpu.get(gpu.id, ())
         gap = snapshot.gap_reason(gpu.id, price_kind_for(c.pricing))
-        allowed, why = offers_for(gpu, prices, c, default_providers, gap)
+        allowed, why = offers_for(
+            gpu, prices, c, default_providers, gap, regions_of=snapshot.provider_regions
+        )
         return cheapest_per_shape(allowed), why
 
     offers, why = snapshot.remember(key, compute)

@@ -11,11 +11,17 @@ Owned cards are bought one at a time: the unit is one replica of ``t`` cards, ea
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from service.domain.catalog import GpuSpec, PricePoint, price_kind_for
+from service.domain.catalog import (
+    GLOBAL_REGION,
+    GpuSpec,
+    PricePoint,
+    price_kind_for,
+    provider_regions,
+)
 from service.domain.planner.request import HOURS_PER_MONTH, OwnedCost, PlanConstraints
 from service.domain.providers import DEFAULT_PROVIDERS, allowed_by_policy, provider_kind
 from service.domain.vocabulary import PRICING_CHOICES, PricingChoice
@@ -93,13 +99,22 @@ def no_price_reason(
 
 def offers_for(
     gpu: GpuSpec,
-    prices: Iterable[PricePoint],
+    prices: Sequence[PricePoint],
     constraints: PlanConstraints,
     default_providers: tuple[str, ...] = DEFAULT_PROVIDERS,
     gap: str | None = None,
+    regions_of: Mapping[str, frozenset[str]] | None = None,
 ) -> tuple[list[Offer], str | None]:
     """The allowed offers of one GPU, and why there are none when the list is empty (``gap``:
     the catalog's documented reason it has no price of the request's kind, if any).
+
+    A request that names regions gets offers in them, and a provider's ``global`` price (one
+    price for all its regions) only where that provider is present in one of them: its named
+    regions are ``regions_of[provider]`` (``CatalogSnapshot.provider_regions``; by default,
+    those of ``prices``). A ``global`` price of a provider with no named region matching the
+    request (AWS's for a request kept to ``europe-west4``, a price whose source names no
+    region at all) cannot be placed there and is left out. Purchase prices have no region and
+    pass any region filter.
 
     A request that names providers may use theirs; one that names none, the offers the
     service's ``default_providers`` admit (``providers.allowed_by_policy``), plus marketplace
@@ -114,7 +129,7 @@ def offers_for(
             if card_hour is None:
                 return [], "no TDP figure to cost the power of owned cards"
             offer = Offer(
-                gpu.id, REQUEST_PROVIDER, "global", REQUEST_INSTANCE, "owned", card_hour, 0
+                gpu.id, REQUEST_PROVIDER, GLOBAL_REGION, REQUEST_INSTANCE, "owned", card_hour, 0
             )
             return [offer], None
     providers = set(constraints.providers) if constraints.providers is not None else None
@@ -123,8 +138,18 @@ def offers_for(
     of_kind = [p for p in own if p.kind == kind]
     if not of_kind:
         return [], no_price_reason(gpu.id, constraints.pricing, gap, own)
+    present: Mapping[str, frozenset[str]] = {}
+    if regions is not None:
+        present = regions_of if regions_of is not None else provider_regions(prices)
     in_region = [
-        p for p in of_kind if regions is None or p.region in regions or p.region == "global"
+        p
+        for p in of_kind
+        if regions is None
+        or p.region in regions
+        or (
+            p.region == GLOBAL_REGION
+            and (kind == "purchase" or not regions.isdisjoint(present.get(p.provider, ())))
+        )
     ]
     by_policy = providers is None and constraints.pricing != "owned"
     allowed = [
