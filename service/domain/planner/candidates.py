@@ -237,15 +237,18 @@ def gpu_offers(
     c: PlanConstraints,
     default_providers: tuple[str, ...],
 ) -> tuple[list[Offer], str | None]:
-    """The cheapest allowed offer of each instance shape of ``gpu`` (``offers_for`` then
-    ``cheapest_per_shape``), and why there is none; memoised in the snapshot per everything
-    the answer depends on, so the next plan at the same catalog revision skips the scan."""
+    """The cheapest allowed offer of each instance shape of ``gpu`` (per place when the request
+    spreads the fleet: ``offers_for`` then ``cheapest_per_shape``), and why there is none;
+    memoised in the snapshot per everything the answer depends on, so the next plan at the
+    same catalog revision skips the scan."""
     key = (
         "offers",
         gpu.id,
         c.pricing,
         c.providers,
         c.regions,
+        c.spread.min_providers >= 2,
+        c.spread.min_regions >= 2,
         c.allow_marketplaces,
         default_providers,
         c.owned if c.pricing == "owned" else None,
@@ -257,7 +260,7 @@ def gpu_offers(
         allowed, why = offers_for(
             gpu, prices, c, default_providers, gap, regions_of=snapshot.provider_regions
         )
-        return cheapest_per_shape(allowed), why
+        return cheapest_per_shape(allowed, c.spread), why
 
     offers, why = snapshot.remember(key, compute)
     return list(offers), why

@@ -11,6 +11,7 @@ from service.domain.perfmodel import (
 from service.domain.perfmodel.hardware import accuracy_family
 from service.domain.perfmodel.headroom import ModelHeadroom
 from service.domain.planner.candidates import Candidates
+from service.domain.planner.offers import REGIONS_SEARCHED
 from service.domain.planner.request import HOURS_PER_MONTH, PlanRequest
 from service.domain.planner.result import Alternative, Fleet, FleetLine, Rejection, Savings
 from service.domain.profiles.values import calibration_words
@@ -283,6 +284,13 @@ def assumptions(
             f"power at TDP x PUE {o.pue:g} x {o.usd_per_kwh:g} USD/kWh."
         )
     out.append(provider_policy_sentence(request))
+    if c.spread.min_regions >= 2:
+        out.append(
+            "Spread over regions: each line's region must be known, so prices that name no "
+            "region (a provider's one price for all its regions) are left out; of each "
+            f"provider's regions, the {REGIONS_SEARCHED} cheapest for each GPU and instance size "
+            "are searched."
+        )
     age = request.policy.price_max_age_days
     if age is not None:
         out.append(

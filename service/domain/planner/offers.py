@@ -22,7 +22,7 @@ from service.domain.catalog import (
     price_kind_for,
     provider_regions,
 )
-from service.domain.planner.request import HOURS_PER_MONTH, OwnedCost, PlanConstraints
+from service.domain.planner.request import HOURS_PER_MONTH, OwnedCost, PlanConstraints, Spread
 from service.domain.providers import DEFAULT_PROVIDERS, allowed_by_policy, provider_kind
 from service.domain.vocabulary import PRICING_CHOICES, PricingChoice
 
@@ -113,8 +113,10 @@ def offers_for(
     regions are ``regions_of[provider]`` (``CatalogSnapshot.provider_regions``; by default,
     those of ``prices``). A ``global`` price of a provider with no named region matching the
     request (AWS's for a request kept to ``europe-west4``, a price whose source names no
-    region at all) cannot be placed there and is left out. Purchase prices have no region and
-    pass any region filter.
+    region at all) cannot be placed there and is left out. A request that spreads over regions
+    (``spread.min_regions`` of 2 or more) uses no ``global`` cloud price at all: a line whose
+    region is unknown cannot be counted as a region of its own, nor its loss survived. Purchase
+    prices have no region and pass any region filter.
 
     A request that names providers may use theirs; one that names none, the offers the
     service's ``default_providers`` admit (``providers.allowed_by_policy``), plus marketplace
@@ -141,16 +143,24 @@ def offers_for(
     present: Mapping[str, frozenset[str]] = {}
     if regions is not None:
         present = regions_of if regions_of is not None else provider_regions(prices)
-    in_region = [
-        p
-        for p in of_kind
-        if regions is None
-        or p.region in regions
-        or (
-            p.region == GLOBAL_REGION
-            and (kind == "purchase" or not regions.isdisjoint(present.get(p.provider, ())))
+    placed = constraints.spread.min_regions >= 2
+
+    def in_place(p: PricePoint) -> bool:
+        if p.region != GLOBAL_REGION:
+            return regions is None or p.region in regions
+        if kind == "purchase":
+            return True
+        if placed:
+            return False
+        return regions is None or not regions.isdisjoint(present.get(p.provider, ()))
+
+    in_region = [p for p in of_kind if in_place(p)]
+    if placed and not in_region and any(p.region == GLOBAL_REGION for p in of_kind):
+        where = sorted({p.provider for p in of_kind})
+        return [], (
+            f"no {constraints.pricing} price for {gpu.id} in a named region: spread.min_regions "
+            f"counts each line's region, and its prices (at: {', '.join(where)}) name none"
         )
-    ]
     by_policy = providers is None and constraints.pricing != "owned"
     allowed = [
         p
@@ -213,8 +223,15 @@ def offers_for(
     return offers, None
 
 
-def cheapest_per_shape(offers: list[Offer]) -> list[Offer]:
-    """The cheapest offer of each instance shape (cards per instance; 0 for owned cards).
+REGIONS_SEARCHED = 6
+"""Regions of each provider searched per GPU and instance shape when a request spreads the
+fleet over regions: the cheapest ones (:func:`cheapest_per_shape`)."""
+
+
+def cheapest_per_shape(offers: list[Offer], spread: Spread | None = None) -> list[Offer]:
+    """The cheapest offer of each instance shape (cards per instance; 0 for owned cards), per
+    place when the request spreads the fleet (``spread``): per provider from
+    ``min_providers = 2`` up, per region (a provider's) from ``min_regions = 2`` up.
 
     Two offers of one GPU with the same shape give the solver identical units (same cards, same
     replicas, same capacity) at different prices, and there is no limit on how many units of an
@@ -223,13 +240,37 @@ def cheapest_per_shape(offers: list[Offer]) -> list[Offer]:
     different shapes are all kept (a smaller instance is a finer step; a larger one may be the
     only home of a tensor-parallel group). Ties go to the first by provider, region and instance
     type, so the result does not depend on the input order.
+
+    A spread request also counts places, and a dearer offer elsewhere may be the second
+    provider or region a fleet needs (RunPod's A100 80GB costs the same in all its regions, so
+    the cheapest per shape alone would keep one region and leave a two-region fleet
+    infeasible). Within one place the argument above holds, so that is where it prunes. Over
+    regions the search is also bounded: of each provider's regions, the
+    :data:`REGIONS_SEARCHED` cheapest for the shape. A fleet that survives losing a region gets
+    cheaper the more regions it spreads over (the rest must carry the whole load), so this
+    bound can cost money at loads that would fill more regions of one provider's instance than
+    that; it keeps such a solve to seconds, where identical offers in a dozen regions would let
+    the MILP run to its time limit. Plans say so in their assumptions.
     """
-    best: dict[int, Offer] = {}
+    by_provider = spread is not None and (spread.min_providers >= 2 or spread.min_regions >= 2)
+    by_region = spread is not None and spread.min_regions >= 2
+    best: dict[tuple[int, str, str], Offer] = {}
     for offer in offers:
-        held = best.get(offer.cards_per_instance)
+        key = (
+            offer.cards_per_instance,
+            offer.provider if by_provider else "",
+            offer.region if by_region else "",
+        )
+        held = best.get(key)
         if held is None or _rank(offer) < _rank(held):
-            best[offer.cards_per_instance] = offer
-    return [best[shape] for shape in sorted(best)]
+            best[key] = offer
+    if not by_region:
+        return [best[key] for key in sorted(best)]
+    searched: dict[tuple[int, str], list[Offer]] = {}
+    for (shape, provider, _), offer in best.items():
+        searched.setdefault((shape, provider), []).append(offer)
+    kept = [o for group in searched.values() for o in sorted(group, key=_rank)[:REGIONS_SEARCHED]]
+    return sorted(kept, key=lambda o: (o.cards_per_instance, o.provider, o.region))
 
 
 def _rank(offer: Offer) -> tuple[float, str, str, str]:

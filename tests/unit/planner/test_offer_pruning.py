@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +15,8 @@ from service.domain.catalog import CatalogSnapshot, PricePoint
 from service.domain.perfmodel import Slo
 from service.domain.planner import PlanRequest, WorkloadBucket, plan
 from service.domain.planner.candidates import build_candidates
-from service.domain.planner.offers import Offer, cheapest_per_shape
+from service.domain.planner.offers import REGIONS_SEARCHED, Offer, cheapest_per_shape
+from service.domain.planner.request import Spread
 from service.usecases.seed_catalog import seed_snapshot
 from tests.support.plan_requests import plan_request
 
@@ -30,6 +32,46 @@ def test_one_offer_per_shape_survives_the_cheapest_and_ties_are_deterministic() 
     kept = cheapest_per_shape(offers)
     assert [(o.provider, o.cards_per_instance) for o in kept] == [("a", 1), ("d", 4)]
     assert cheapest_per_shape(list(reversed(offers))) == kept
+
+
+def test_a_spread_request_keeps_the_cheapest_offer_of_each_shape_in_each_place() -> None:
+    offers = [
+        offer("a", 1.0, 1, "r1"),
+        offer("a", 1.0, 1, "r2"),
+        offer("a", 1.2, 1, "r2"),
+        offer("b", 1.5, 1, "r9"),
+        offer("a", 0.9, 4, "r1"),
+    ]
+    # one place: the cheapest of each shape
+    assert [(o.provider, o.region, o.usd_per_card_hour) for o in cheapest_per_shape(offers)] == [
+        ("a", "r1", 1.0),
+        ("a", "r1", 0.9),
+    ]
+    # providers counted: the dearer provider's offer may be the second provider a fleet needs
+    by_provider = cheapest_per_shape(offers, Spread(min_providers=2))
+    assert [(o.provider, o.region, o.cards_per_instance) for o in by_provider] == [
+        ("a", "r1", 1),
+        ("b", "r9", 1),
+        ("a", "r1", 4),
+    ]
+    # regions counted: the same price in another region is another region a fleet can use;
+    # within a region the dearer offer of a shape still goes
+    by_region = cheapest_per_shape(offers, Spread(min_regions=2))
+    assert [(o.provider, o.region, o.usd_per_card_hour) for o in by_region] == [
+        ("a", "r1", 1.0),
+        ("a", "r2", 1.0),
+        ("b", "r9", 1.5),
+        ("a", "r1", 0.9),
+    ]
+    assert cheapest_per_shape(list(reversed(offers)), Spread(min_regions=2)) == by_region
+
+
+def test_a_region_spread_searches_the_cheapest_regions_of_each_provider() -> None:
+    many = [offer("a", 1.0 + i / 100, 1, f"r{i:02d}") for i in range(REGIONS_SEARCHED + 4)]
+    kept = cheapest_per_shape(many, Spread(min_regions=2))
+    assert [o.region for o in kept] == [f"r{i:02d}" for i in range(REGIONS_SEARCHED)]
+    readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
+    assert f"of each provider's {REGIONS_SEARCHED} cheapest regions" in readme
 
 
 def price(gpu: str, provider: str, usd: float, cards: int, instance: str) -> PricePoint:

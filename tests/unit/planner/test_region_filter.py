@@ -10,6 +10,7 @@ from functools import cache
 from service.domain.catalog import GLOBAL_REGION, CatalogSnapshot, GpuSpec, PricePoint
 from service.domain.planner import PlanConstraints, plan
 from service.domain.planner.offers import Offer, offers_for
+from service.domain.planner.request import Spread
 from service.usecases.seed_catalog import seed_snapshot
 from tests.support.plan_requests import plan_request
 
@@ -101,3 +102,29 @@ def test_a_plan_kept_to_one_region_has_every_line_in_it() -> None:
         p = plan(request, snapshot())
         assert p.status == "optimal" and p.fleet is not None, p.rejected
         assert {line.region for line in p.fleet.lines} == {"europe-west4"}
+
+
+def test_a_region_spread_uses_named_regions_and_every_region_an_offer_is_sold_in() -> None:
+    # RunPod sells the A100 80GB at one price in many regions: keeping only the first of them
+    # once made a two-region fleet look infeasible, and region-less prices (coreweave,
+    # runpod "global") were counted as regions of their own.
+    for gpus in (("a100-sxm-80gb",), ("h100-sxm",)):
+        p = plan(plan_request(qps=20.0, gpus=gpus, spread=Spread(min_regions=2)), snapshot())
+        assert p.status == "optimal" and p.fleet is not None, p.explanation
+        regions = {(line.provider, line.region) for line in p.fleet.lines}
+        assert len(regions) >= 2 and all(r != GLOBAL_REGION for _, r in regions)
+        assert p.redundancy is not None
+        assert p.redundancy.without_worst_region_percent >= 100.0 - 1e-6
+        assert any(a.startswith("Spread over regions: ") for a in p.assumptions)
+
+
+def test_a_region_spread_prices_no_offer_without_a_region() -> None:
+    only_global = [price("coreweave", GLOBAL_REGION)]
+    spread = PlanConstraints(
+        pricing="reserved_1y", providers=("coreweave",), spread=Spread(min_regions=2)
+    )
+    offers, why = offers_for(h100(), only_global, spread)
+    assert offers == [] and why is not None and "spread.min_regions" in why
+    # without the spread it is an offer like any other
+    plain = PlanConstraints(pricing="reserved_1y", providers=("coreweave",))
+    assert places(offers_for(h100(), only_global, plain)[0]) == {("coreweave", GLOBAL_REGION)}
