@@ -22,8 +22,8 @@ from service.domain.perfmodel import (
 )
 from service.domain.perfmodel.hardware import accuracy_family, kv_plan, precision_plan
 from service.domain.perfmodel.headroom import ModelHeadroom, model_error_headroom
-from service.domain.planner.offers import Offer, cheapest_per_shape, offers_for
-from service.domain.planner.request import PlanConstraints, PlanRequest
+from service.domain.planner.offers import Offer, cheapest_per_shape, offers_for, place_of
+from service.domain.planner.request import PlanConstraints, PlanRequest, Spread
 from service.domain.planner.result import Rejection
 from service.domain.solver import (
     Bucket,
@@ -177,7 +177,7 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
             units = [
                 (offer, offer.unit(tp))
                 for offer in offers
-                if not _split_is_cheaper(offer, offers, tp)
+                if not _split_is_cheaper(offer, offers, tp, c.spread)
             ]
             usable = [(o, u) for o, u in units if u is not None]
             if not usable:
@@ -266,17 +266,20 @@ def gpu_offers(
     return list(offers), why
 
 
-def _split_is_cheaper(offer: Offer, offers: list[Offer], tp: int) -> bool:
-    """Whether a smaller instance of the same GPU hosts replicas of ``tp`` cards at no higher
-    price per card and divides ``offer``'s instance exactly: then ``k`` of it give the same
-    replicas as one ``offer`` for no more money, in finer steps, so ``offer`` is never needed
-    at this tensor-parallel degree (it may still be at a larger one)."""
+def _split_is_cheaper(offer: Offer, offers: list[Offer], tp: int, spread: Spread) -> bool:
+    """Whether a smaller instance of the same GPU, in the same place as far as ``spread``
+    counts places (``offers.place_of``), hosts replicas of ``tp`` cards at no higher price per
+    card and divides ``offer``'s instance exactly: then ``k`` of it give the same replicas as
+    one ``offer`` for no more money, in finer steps, so ``offer`` is never needed at this
+    tensor-parallel degree (it may still be at a larger one)."""
     size = offer.cards_per_instance
+    place = place_of(offer, spread)
     return size > 0 and any(
         0 < o.cards_per_instance < size
         and o.cards_per_instance % tp == 0
         and size % o.cards_per_instance == 0
         and o.usd_per_card_hour <= offer.usd_per_card_hour
+        and place_of(o, spread) == place
         for o in offers
     )
 

@@ -223,6 +223,15 @@ def offers_for(
     return offers, None
 
 
+def place_of(offer: Offer, spread: Spread | None) -> tuple[str, str]:
+    """The place a spread request counts ``offer`` in: ``(provider, region)`` from
+    ``min_regions = 2`` up, ``(provider, "")`` from ``min_providers = 2`` up, else one place
+    for all (``("", "")``). Offers in different places are never interchangeable to it."""
+    if spread is None or (spread.min_providers < 2 and spread.min_regions < 2):
+        return ("", "")
+    return (offer.provider, offer.region if spread.min_regions >= 2 else "")
+
+
 REGIONS_SEARCHED = 6
 """Regions of each provider searched per GPU and instance shape when a request spreads the
 fleet over regions: the cheapest ones (:func:`cheapest_per_shape`)."""
@@ -252,15 +261,10 @@ def cheapest_per_shape(offers: list[Offer], spread: Spread | None = None) -> lis
     that; it keeps such a solve to seconds, where identical offers in a dozen regions would let
     the MILP run to its time limit. Plans say so in their assumptions.
     """
-    by_provider = spread is not None and (spread.min_providers >= 2 or spread.min_regions >= 2)
     by_region = spread is not None and spread.min_regions >= 2
     best: dict[tuple[int, str, str], Offer] = {}
     for offer in offers:
-        key = (
-            offer.cards_per_instance,
-            offer.provider if by_provider else "",
-            offer.region if by_region else "",
-        )
+        key = (offer.cards_per_instance, *place_of(offer, spread))
         held = best.get(key)
         if held is None or _rank(offer) < _rank(held):
             best[key] = offer

@@ -149,3 +149,23 @@ def test_a_large_instance_dearer_per_card_than_a_smaller_one_is_kept_only_where_
         t for t in (2, 4, 8) if (t, "x.8") in by_tp
     }
     assert any(inst == "x.8" and tp > 1 for tp, inst in by_tp)
+
+
+def test_a_larger_instance_elsewhere_stays_an_option_for_a_spread_fleet() -> None:
+    # A smaller, cheaper instance of another provider does the large one's job for less, but
+    # not in the large one's place: a fleet spread over providers may need that place.
+    gpus = tuple(g for g in snapshot().gpus if g.id == "h100-sxm")
+    prices = (
+        price("h100-sxm", "nebius", 2.0, 1, "x.1"),
+        price("h100-sxm", "lambda", 2.5, 8, "y.8"),
+    )
+    catalog = CatalogSnapshot(revision=1, gpus=gpus, prices=prices)
+
+    def options(**constraints: Any) -> set[tuple[int, str]]:
+        r = request("llama-3.1-8b", 5.0, tensor_parallel=(1, 2, 4, 8), **constraints)
+        items = build_candidates(r, catalog).items.values()
+        return {(c.deployment.tensor_parallel, c.offer.instance_type) for c in items}
+
+    assert (1, "y.8") not in options()
+    assert (1, "y.8") in options(spread=Spread(min_providers=2))
+    assert (1, "y.8") in options(spread=Spread(min_regions=2))
