@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from service.domain.catalog import GpuSpec, PricePoint, latest_per_offer
+from service.domain.planner.offers import shape_is_stated
 from service.store.csv_format import (
     bundled_text,
     parse_gpus_csv,
@@ -36,9 +37,11 @@ def _money(usd: float) -> str:
 
 def _reserved(points: Sequence[PricePoint], kind: str) -> str:
     """Per provider (cheapest first): its cheapest offer of ``kind`` per GPU-hour, and how many
-    offers (instance sizes x regions) it has and the dearest, when more than one."""
+    offers (instance sizes x regions) it has and the dearest, when more than one; a quote that
+    states no instance shape is no offer (plans are not costed at it either)."""
     by_provider: dict[str, list[PricePoint]] = {}
-    for p in sorted((p for p in points if p.kind == kind), key=lambda p: (p.usd, p.instance_type)):
+    offered = (p for p in points if p.kind == kind and shape_is_stated(p.instance_type))
+    for p in sorted(offered, key=lambda p: (p.usd, p.instance_type)):
         by_provider.setdefault(p.provider, []).append(p)
     cells = []
     for provider, offers in sorted(by_provider.items(), key=lambda kv: (kv[1][0].usd, kv[0])):

@@ -97,6 +97,19 @@ def no_price_reason(
     return reason
 
 
+SHAPE_NOT_STATED = "(unspecified)"
+"""What an instance type ends with when its source names no instance shape (a third party's
+per-GPU-hour figure for a provider that sells whole 8-GPU machines): a quote of what a GPU-hour
+costs, not an offer of something that can be bought, so no plan is costed at it. (A price
+posted without an instance type is the caller's own statement of a one-GPU unit, spelt
+``unspecified``, and is planned on.)"""
+
+
+def shape_is_stated(instance_type: str) -> bool:
+    """Whether an instance type names what is sold (not :data:`SHAPE_NOT_STATED`)."""
+    return not instance_type.endswith(SHAPE_NOT_STATED)
+
+
 def offers_for(
     gpu: GpuSpec,
     prices: Sequence[PricePoint],
@@ -113,7 +126,8 @@ def offers_for(
     regions are ``regions_of[provider]`` (``CatalogSnapshot.provider_regions``; by default,
     those of ``prices``). A ``global`` price of a provider with no named region matching the
     request (AWS's for a request kept to ``europe-west4``, a price whose source names no
-    region at all) cannot be placed there and is left out. A request that spreads over regions
+    region at all) cannot be placed there and is left out. A quote that states no instance
+    shape (:data:`SHAPE_NOT_STATED`) is no offer. A request that spreads over regions
     (``spread.min_regions`` of 2 or more) uses no ``global`` cloud price at all: a line whose
     region is unknown cannot be counted as a region of its own, nor its loss survived. Purchase
     prices have no region and pass any region filter.
@@ -137,9 +151,17 @@ def offers_for(
     providers = set(constraints.providers) if constraints.providers is not None else None
     regions = set(constraints.regions) if constraints.regions is not None else None
     own = [p for p in prices if p.gpu_id == gpu.id]
-    of_kind = [p for p in own if p.kind == kind]
-    if not of_kind:
+    quoted = [p for p in own if p.kind == kind]
+    if not quoted:
         return [], no_price_reason(gpu.id, constraints.pricing, gap, own)
+    of_kind = [p for p in quoted if shape_is_stated(p.instance_type)]
+    if not of_kind:
+        where = sorted({p.provider for p in quoted})
+        return [], (
+            f"no {constraints.pricing} price for {gpu.id} names what is sold: the quotes "
+            f"(at: {', '.join(where)}) state no instance shape, so no fleet can be bought from "
+            "them"
+        )
     present: Mapping[str, frozenset[str]] = {}
     if regions is not None:
         present = regions_of if regions_of is not None else provider_regions(prices)
@@ -183,9 +205,19 @@ def offers_for(
                 f"({', '.join(default_providers)}); priced at: {', '.join(where)} (name them in "
                 "providers, or set allow_marketplaces for marketplace offers)"
             )
+        shapeless = sorted(
+            {p.provider for p in quoted if not shape_is_stated(p.instance_type)}
+            & (providers if providers is not None else set())
+        )
         return [], (
             f"no {constraints.pricing} price for {gpu.id} from the allowed providers/regions "
             f"(priced at: {', '.join(where)})"
+            + (
+                f"; the quotes of {', '.join(shapeless)} state no instance shape, so no fleet "
+                "can be bought from them"
+                if shapeless
+                else ""
+            )
         )
     offers: list[Offer] = []
     for p in allowed:

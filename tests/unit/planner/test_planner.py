@@ -42,6 +42,23 @@ def snapshot() -> CatalogSnapshot:
     return CatalogSnapshot(revision=1, gpus=gpus, prices=prices)
 
 
+SPLIT_PROVIDER = "examplecloud"
+
+
+@cache
+def split_snapshot() -> CatalogSnapshot:
+    """The catalog's GPUs with one-card H100 and L4 instances of one provider at fixed prices:
+    what the tests of a split (short prompts on L4s, long ones on H100s) need, whatever the
+    bundled prices are."""
+    gpus = tuple(parse_gpus_csv(bundled_text("gpus.csv")))
+    when = datetime(2026, 7, 1, tzinfo=UTC)
+    prices = tuple(
+        PricePoint(gpu, SPLIT_PROVIDER, "r1", "on_demand", usd, f"ex.{gpu}.1x", 1, when, "test")
+        for gpu, usd in (("h100-sxm", 2.5), ("l4", 0.44))
+    )
+    return CatalogSnapshot(revision=1, gpus=gpus, prices=prices)
+
+
 def request(
     *,
     model: str = "llama-3.1-8b",
@@ -256,7 +273,10 @@ def test_a_short_long_mix_is_strictly_cheaper_mixed() -> None:
     # whole extra H100
     h100s_per_qps = mix[1].share / h_long + mix[0].share / h_short
     qps = (2 + 0.5 * l_short / h_short) / h100s_per_qps
-    p = plan(request(qps=qps, buckets=mix, slo=slo, gpus=("l4", "h100-sxm")), snapshot())
+    split = request(
+        qps=qps, buckets=mix, slo=slo, gpus=("l4", "h100-sxm"), providers=(SPLIT_PROVIDER,)
+    )
+    p = plan(split, split_snapshot())
     assert p.fleet is not None
     by_gpu = {line.gpu: line for line in p.fleet.lines}
     assert set(by_gpu) == {"l4", "h100-sxm"}, p.fleet.lines

@@ -24,6 +24,7 @@ from service.domain.planner import (
     plan,
     plan_id,
 )
+from service.domain.planner.offers import SHAPE_NOT_STATED, shape_is_stated
 from service.domain.providers import DEFAULT_PROVIDERS, allowed_by_policy, provider_kind
 from service.settings import SettingsError, load_settings
 from service.usecases.seed_catalog import seed_snapshot
@@ -216,3 +217,23 @@ def test_a_line_costed_at_its_gpus_alone_says_the_host_is_extra() -> None:
     whole = plan(request(gpus=("l4",), providers=("gcp",)), snapshot())
     assert whole.fleet is not None
     assert not any(s.startswith("Host VM not priced") for s in whole.explanation)
+
+
+def test_a_quote_that_states_no_instance_shape_is_not_planned_on() -> None:
+    # CoreWeave sells H100s as whole 8-GPU machines; the catalog's only CoreWeave figures are a
+    # third party's per-GPU-hour quotes with no instance shape, the cheapest H100 in it. A fleet
+    # of single cards at that price cannot be bought.
+    quotes = [p for p in snapshot().prices if p.provider == "coreweave"]
+    assert quotes and all(p.instance_type.endswith(SHAPE_NOT_STATED) for p in quotes)
+    for pricing in ("on_demand", "reserved_1y"):
+        only = plan(
+            request(gpus=("h100-sxm",), providers=("coreweave",), pricing=pricing), snapshot()
+        )
+        assert only.status == "no_price" and only.fleet is None
+        (why,) = [r.reason for r in only.rejected]
+        assert "state no instance shape" in why and "coreweave" in why
+        anywhere = plan(request(gpus=("h100-sxm",), pricing=pricing), snapshot())
+        assert anywhere.fleet is not None
+        assert all(line.provider != "coreweave" for line in anywhere.fleet.lines)
+    # a price posted without an instance type is the caller's own one-GPU unit, and is used
+    assert shape_is_stated("unspecified") and not shape_is_stated("H100 (unspecified)")

@@ -152,8 +152,10 @@ def test_an_over_budget_plan_offers_the_budget_it_needs_and_changes_within_the_b
 
 def test_an_over_budget_plan_bound_by_tpot_is_offered_a_looser_tpot_within_budget() -> None:
     """Between the asked TPOT and four times it, the bisection finds a limit whose fleet fits
-    the budget."""
-    base = plan_request(model="llama-3.1-8b", qps=100, slo=Slo(None, 15, None, 95))
+    the budget (one GPU type: the search prices single-type fleets)."""
+    base = plan_request(
+        model="llama-3.1-8b", qps=100, slo=Slo(None, 15, None, 95), gpus=("h100-sxm",)
+    )
     optimal = plan(base, snapshot())
     loose = plan(replace(base, slo=Slo(None, 45, None, 95)), snapshot())
     assert optimal.fleet is not None and loose.fleet is not None

@@ -12,11 +12,11 @@ from scipy.optimize import linprog
 
 from service.domain.llm import resolve_model
 from service.domain.perfmodel import Deployment, RequestShape, Slo, max_qps_under_slo
-from service.domain.planner import WorkloadBucket, plan
+from service.domain.planner import PlanRequest, WorkloadBucket, plan
 from service.domain.planner.assemble import fleet_capacity
 from service.domain.planner.candidates import build_candidates
 from service.domain.solver import FleetSolution, SolveStatus
-from tests.unit.planner.test_planner import request, snapshot
+from tests.unit.planner.test_planner import SPLIT_PROVIDER, request, snapshot, split_snapshot
 
 MIX = (WorkloadBucket("b0", 0.8, 256, 64), WorkloadBucket("b1", 0.2, 8000, 256))
 SLO = Slo(ttft_ms=1000, tpot_ms=100, e2e_ms=None, percentile=95)
@@ -37,10 +37,18 @@ def split_fleet_qps() -> float:
     return (2 + 0.5 * l_short / h_short) / (MIX[1].share / h_long + MIX[0].share / h_short)
 
 
-def test_shapes_split_across_lines_are_routed_by_length() -> None:
-    p = plan(
-        request(qps=split_fleet_qps(), buckets=MIX, slo=SLO, gpus=("l4", "h100-sxm")), snapshot()
+def split_request() -> PlanRequest:
+    return request(
+        qps=split_fleet_qps(),
+        buckets=MIX,
+        slo=SLO,
+        gpus=("l4", "h100-sxm"),
+        providers=(SPLIT_PROVIDER,),
     )
+
+
+def test_shapes_split_across_lines_are_routed_by_length() -> None:
+    p = plan(split_request(), split_snapshot())
     assert p.fleet is not None and p.routing is not None
     lines = p.fleet.lines
     assert {x.gpu for x in lines} == {"l4", "h100-sxm"}
@@ -80,9 +88,9 @@ def test_shared_routing_makes_every_line_serve_the_whole_mix_and_prices_it() -> 
     """The split fleet above, asked with routing "shared": L4s cannot serve the long prompts,
     so no line may be an L4; every line serves both shapes in the mix's proportions, and the
     fleet costs at least what the split one does."""
-    split = request(qps=split_fleet_qps(), buckets=MIX, slo=SLO, gpus=("l4", "h100-sxm"))
-    by_shape = plan(split, snapshot())
-    shared = plan(replace(split, routing="shared"), snapshot())
+    split = split_request()
+    by_shape = plan(split, split_snapshot())
+    shared = plan(replace(split, routing="shared"), split_snapshot())
     assert shared.fleet is not None and by_shape.fleet is not None
     assert shared.routing is not None and shared.routing.mode == "shared"
     assert {x.gpu for x in shared.fleet.lines} == {"h100-sxm"}
