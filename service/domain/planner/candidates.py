@@ -273,13 +273,13 @@ def _split_is_cheaper(offer: Offer, offers: list[Offer], tp: int, spread: Spread
     one ``offer`` for no more money, in finer steps, so ``offer`` is never needed at this
     tensor-parallel degree (it may still be at a larger one)."""
     size = offer.cards_per_instance
-    place = place_of(offer, spread)
+    place = place_of(offer, spread) if spread.asked else None
     return size > 0 and any(
         0 < o.cards_per_instance < size
         and o.cards_per_instance % tp == 0
         and size % o.cards_per_instance == 0
         and o.usd_per_card_hour <= offer.usd_per_card_hour
-        and place_of(o, spread) == place
+        and (place is None or place_of(o, spread) == place)
         for o in offers
     )
 
