@@ -94,7 +94,8 @@ def _drafts(request: PlanRequest, candidates: Candidates, solution: FleetSolutio
     headroom = 1.0 + (request.constraints.headroom or 0.0)
     served: dict[str, dict[str, float]] = {}
     for bucket_key, option_key, rate in solution.served_qps:
-        served.setdefault(option_key, {})[bucket_key] = rate / headroom
+        if rate > 0:  # a line listed at 0 req/s for a shape carries none of it
+            served.setdefault(option_key, {})[bucket_key] = rate / headroom
     bucket_index = {b.key: i for i, b in enumerate(request.buckets)}
     drafts = []
     for option_key, units in solution.units:
@@ -113,13 +114,19 @@ def _line_loads(
     """The (deployment, shape, rate) of one replica of a line for each shape it serves.
 
     A replica serving several shapes time-shares; each shape is evaluated at the rate that uses
-    the same share of its capacity (``utilization * capacity``), the load the line runs at.
+    the same share of its capacity (``utilization * capacity``), the load the line runs at. A
+    shape the replica cannot serve (no capacity) is one the line carries none of, whatever the
+    solution lists for it (a spread fleet's lines list every shape, some at 0); a line that
+    carries no load is evaluated idle on the first shape it can serve.
     """
+    index = {b.key: i for i, b in enumerate(request.buckets)}
+    capacity = draft.cand.replica_capacity
+    servable = [i for i in range(len(request.buckets)) if capacity[i].qps > 0]
+    served = [index[k] for k in draft.per_bucket if capacity[index[k]].qps > 0]
     loads = []
-    for bucket_key in draft.per_bucket or {request.buckets[0].key: 0.0}:
-        i = next(k for k, b in enumerate(request.buckets) if b.key == bucket_key)
+    for i in served or servable[:1]:
         shape = RequestShape(request.buckets[i].prompt_tokens, request.buckets[i].output_tokens)
-        rate = max(draft.utilization, 1e-6) * draft.cand.replica_capacity[i].qps
+        rate = max(draft.utilization, 1e-6) * capacity[i].qps
         loads.append((draft.cand.deployment, shape, rate))
     return loads
 

@@ -11,7 +11,7 @@ from service.domain.perfmodel import (
 from service.domain.perfmodel.hardware import accuracy_family
 from service.domain.perfmodel.headroom import ModelHeadroom
 from service.domain.planner.candidates import Candidates
-from service.domain.planner.offers import REGIONS_SEARCHED
+from service.domain.planner.offers import places_searched
 from service.domain.planner.request import HOURS_PER_MONTH, PlanRequest
 from service.domain.planner.result import Alternative, Fleet, FleetLine, Rejection, Savings
 from service.domain.profiles.values import calibration_words
@@ -287,9 +287,9 @@ def assumptions(
     if c.spread.min_regions >= 2:
         out.append(
             "Spread over regions: each line's region must be known, so prices that name no "
-            "region (a provider's one price for all its regions) are left out; of each "
-            f"provider's regions, the {REGIONS_SEARCHED} cheapest for each GPU and instance size "
-            "are searched."
+            "region (a provider's one price for all its regions) are left out; for each GPU and "
+            f"instance size the {places_searched(c.spread)} cheapest regions offering it are "
+            "searched (a fleet spread over more regions can cost less)."
         )
     age = request.policy.price_max_age_days
     if age is not None:

@@ -264,9 +264,10 @@ def place_of(offer: Offer, spread: Spread | None) -> tuple[str, str]:
     return (offer.provider, offer.region if spread.min_regions >= 2 else "")
 
 
-REGIONS_SEARCHED = 6
-"""Regions of each provider searched per GPU and instance shape when a request spreads the
-fleet over regions: the cheapest ones (:func:`cheapest_per_shape`)."""
+def places_searched(spread: Spread) -> int:
+    """How many regions a region spread searches per GPU and instance shape: one more than it
+    asks for (:func:`cheapest_per_shape`)."""
+    return spread.min_regions + 1
 
 
 def cheapest_per_shape(offers: list[Offer], spread: Spread | None = None) -> list[Offer]:
@@ -286,26 +287,26 @@ def cheapest_per_shape(offers: list[Offer], spread: Spread | None = None) -> lis
     provider or region a fleet needs (RunPod's A100 80GB costs the same in all its regions, so
     the cheapest per shape alone would keep one region and leave a two-region fleet
     infeasible). Within one place the argument above holds, so that is where it prunes. Over
-    regions the search is also bounded: of each provider's regions, the
-    :data:`REGIONS_SEARCHED` cheapest for the shape. A fleet that survives losing a region gets
-    cheaper the more regions it spreads over (the rest must carry the whole load), so this
-    bound can cost money at loads that would fill more regions of one provider's instance than
-    that; it keeps such a solve to seconds, where identical offers in a dozen regions would let
-    the MILP run to its time limit. Plans say so in their assumptions.
+    regions the search is also bounded: of the regions offering a shape (any provider's), the
+    ``min_regions + 1`` cheapest (:func:`places_searched`). A fleet that survives losing a
+    region gets cheaper the more regions it spreads over (the rest must carry the whole load),
+    so this bound can cost money at loads that would fill more regions; it keeps such a solve
+    to seconds, where identical offers in a dozen regions let the MILP run to its time limit
+    and past the service's deadline. Plans say so in their assumptions.
     """
-    by_region = spread is not None and spread.min_regions >= 2
     best: dict[tuple[int, str, str], Offer] = {}
     for offer in offers:
         key = (offer.cards_per_instance, *place_of(offer, spread))
         held = best.get(key)
         if held is None or _rank(offer) < _rank(held):
             best[key] = offer
-    if not by_region:
+    if spread is None or spread.min_regions < 2:
         return [best[key] for key in sorted(best)]
-    searched: dict[tuple[int, str], list[Offer]] = {}
-    for (shape, provider, _), offer in best.items():
-        searched.setdefault((shape, provider), []).append(offer)
-    kept = [o for group in searched.values() for o in sorted(group, key=_rank)[:REGIONS_SEARCHED]]
+    searched: dict[int, list[Offer]] = {}
+    for (shape, _, _), offer in best.items():
+        searched.setdefault(shape, []).append(offer)
+    limit = places_searched(spread)
+    kept = [o for group in searched.values() for o in sorted(group, key=_rank)[:limit]]
     return sorted(kept, key=lambda o: (o.cards_per_instance, o.provider, o.region))
 
 

@@ -15,7 +15,7 @@ from service.domain.catalog import CatalogSnapshot, PricePoint
 from service.domain.perfmodel import Slo
 from service.domain.planner import PlanRequest, WorkloadBucket, plan
 from service.domain.planner.candidates import build_candidates
-from service.domain.planner.offers import REGIONS_SEARCHED, Offer, cheapest_per_shape
+from service.domain.planner.offers import Offer, cheapest_per_shape, places_searched
 from service.domain.planner.request import Spread
 from service.usecases.seed_catalog import seed_snapshot
 from tests.support.plan_requests import plan_request
@@ -66,12 +66,14 @@ def test_a_spread_request_keeps_the_cheapest_offer_of_each_shape_in_each_place()
     assert cheapest_per_shape(list(reversed(offers)), Spread(min_regions=2)) == by_region
 
 
-def test_a_region_spread_searches_the_cheapest_regions_of_each_provider() -> None:
-    many = [offer("a", 1.0 + i / 100, 1, f"r{i:02d}") for i in range(REGIONS_SEARCHED + 4)]
-    kept = cheapest_per_shape(many, Spread(min_regions=2))
-    assert [o.region for o in kept] == [f"r{i:02d}" for i in range(REGIONS_SEARCHED)]
+def test_a_region_spread_searches_one_region_more_than_it_asks_for() -> None:
+    many = [offer(f"p{i % 3}", 1.0 + i / 100, 1, f"r{i:02d}") for i in range(10)]
+    for k in (2, 3):
+        kept = cheapest_per_shape(many, Spread(min_regions=k))
+        assert places_searched(Spread(min_regions=k)) == k + 1
+        assert sorted(o.region for o in kept) == [f"r{i:02d}" for i in range(k + 1)]
     readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
-    assert f"of each provider's {REGIONS_SEARCHED} cheapest regions" in readme
+    assert "the `min_regions + 1` cheapest regions offering it" in readme
 
 
 def price(gpu: str, provider: str, usd: float, cards: int, instance: str) -> PricePoint:

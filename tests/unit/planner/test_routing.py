@@ -13,7 +13,7 @@ from scipy.optimize import linprog
 from service.domain.llm import resolve_model
 from service.domain.perfmodel import Deployment, RequestShape, Slo, max_qps_under_slo
 from service.domain.planner import PlanRequest, WorkloadBucket, plan
-from service.domain.planner.assemble import fleet_capacity
+from service.domain.planner.assemble import assemble_fleet, fleet_capacity
 from service.domain.planner.candidates import build_candidates
 from service.domain.solver import FleetSolution, SolveStatus
 from tests.unit.planner.test_planner import SPLIT_PROVIDER, request, snapshot, split_snapshot
@@ -153,3 +153,27 @@ def test_fleet_capacity_is_the_assignment_lp_optimum() -> None:
         (units[h100] * short_h + units[l4] * short_l) / (shares[0] + long_time * short_h),
     )
     assert got == pytest.approx(lam, rel=1e-9)
+
+
+def test_a_line_listed_for_a_shape_it_cannot_serve_carries_none_of_it() -> None:
+    """A spread fleet's solution may list a line at 0 req/s for a shape the line cannot serve
+    (an L4 for the 8k-token prompts); assembling it evaluates the line on what it serves, and
+    an idle line on a shape it can serve, instead of failing on a zero rate."""
+    r = split_request()
+    candidates = build_candidates(r, split_snapshot())
+    (l4,) = [k for k, c in candidates.items.items() if c.option.gpu_id == "l4"]
+    (h100,) = [k for k, c in candidates.items.items() if c.option.gpu_id == "h100-sxm"]
+    assert candidates.items[l4].replica_capacity[1].qps == 0
+    solution = FleetSolution(
+        status=SolveStatus.OPTIMAL,
+        units=tuple(sorted(((l4, 1), (h100, 3)))),
+        served_qps=tuple(
+            sorted(((MIX[0].key, l4, 2.0), (MIX[1].key, l4, 0.0), (MIX[1].key, h100, 3.0)))
+        ),
+    )
+    fleet = assemble_fleet(r, candidates, solution, with_capacity=False)
+    by_gpu = {line.gpu: line for line in fleet.lines}
+    assert by_gpu["l4"].ttft_ms > 0 and by_gpu["h100-sxm"].ttft_ms > 0
+    idle = FleetSolution(status=SolveStatus.OPTIMAL, units=((l4, 1),), served_qps=())
+    (line,) = assemble_fleet(r, candidates, idle, with_capacity=False).lines
+    assert line.gpu == "l4" and line.ttft_ms > 0
