@@ -301,7 +301,7 @@ def main() -> None:
     print(
         "`spread.min_regions`: every fleet line in a named region, the fleet surviving the loss "
         "of any one; offers are pruned per region instead of per GPU and instance shape, in the "
-        "`min_regions + 1` cheapest regions offering each GPU and shape, so the MILP sees more "
+        "`min_regions` cheapest regions offering each GPU and shape, so the MILP sees more "
         "options.\n"
     )
     print("| min_regions | plans | MILP options (mean) | p50 ms | p99 ms | max ms | time-limited |")

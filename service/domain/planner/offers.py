@@ -265,9 +265,9 @@ def place_of(offer: Offer, spread: Spread | None) -> tuple[str, str]:
 
 
 def places_searched(spread: Spread) -> int:
-    """How many regions a region spread searches per GPU and instance shape: one more than it
+    """How many regions a region spread searches per GPU and instance shape: as many as it
     asks for (:func:`cheapest_per_shape`)."""
-    return spread.min_regions + 1
+    return spread.min_regions
 
 
 def cheapest_per_shape(offers: list[Offer], spread: Spread | None = None) -> list[Offer]:
@@ -287,8 +287,9 @@ def cheapest_per_shape(offers: list[Offer], spread: Spread | None = None) -> lis
     provider or region a fleet needs (RunPod's A100 80GB costs the same in all its regions, so
     the cheapest per shape alone would keep one region and leave a two-region fleet
     infeasible). Within one place the argument above holds, so that is where it prunes. Over
-    regions the search is also bounded: of the regions offering a shape (any provider's), the
-    ``min_regions + 1`` cheapest (:func:`places_searched`). A fleet that survives losing a
+    regions the search is also bounded: of the regions offering a GPU and shape (any
+    provider's), the ``min_regions`` cheapest (:func:`places_searched`); different GPUs and
+    shapes may still take the fleet to more regions. A fleet that survives losing a
     region gets cheaper the more regions it spreads over (the rest must carry the whole load),
     so this bound can cost money at loads that would fill more regions; it keeps such a solve
     to seconds, where identical offers in a dozen regions let the MILP run to its time limit
