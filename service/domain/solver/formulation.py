@@ -491,9 +491,14 @@ def _bounds(canon: Canon, lay: Layout) -> tuple[FloatArray, FloatArray, np.ndarr
 def cost_upper_bound(canon: Canon, sel: Selection) -> float:
     """Cost units of some feasible fleet (an upper bound on the optimum): the cheapest
     one-option fleet ``max(ceil(m / r[g]), ceil(L[g]))`` units among options that serve every
-    demanded shape within their bound; the whole box ``sum_g c[g] * U[g]`` when there is none."""
+    demanded shape within their bound (with spread, :func:`spread_first_fleet`); the whole box
+    ``sum_g c[g] * U[g]`` when there is none."""
     cols = sel.cols
-    if canon.spread:  # one option is never one place short of surviving its own loss
+    if canon.spread:
+        first = spread_first_fleet(canon, sel)
+        if first is not None:
+            picked, units = first
+            return float(np.sum(canon.cost[cols[picked]] * units))
         return float(np.sum(canon.cost[cols] * sel.upper))
     covers = np.all(canon.cap[canon.demanded][:, cols] > 0.0, axis=0)
     need = need_units(canon, cols)
@@ -507,17 +512,67 @@ def one_option_objective(canon: Canon, sel: Selection, model: MilpModel) -> floa
     """The objective ``model`` gives the cheapest one-option fleet of :func:`cost_upper_bound`
     (``max(ceil(m / r[g]), ceil(L[g]))`` units of an option that serves every demanded shape
     within its bound), ``None`` when no option does: a feasible fleet's value, so the optimum
-    is at most this (HiGHS prunes with it; see :func:`highs.solve_milp`). ``None`` with spread
-    too: one option never survives the loss of its own place."""
+    is at most this (HiGHS prunes with it; see :func:`highs.solve_milp`). With spread, one
+    option never survives the loss of its own place: the value of :func:`spread_first_fleet`."""
     cols = sel.cols
     if canon.spread:
-        return None
+        first = spread_first_fleet(canon, sel)
+        if first is None:
+            return None
+        picked, units = first
+        return float(np.sum(model.c[: sel.size][picked] * units))
     covers = np.all(canon.cap[canon.demanded][:, cols] > 0.0, axis=0)
     need = need_units(canon, cols)
     fits = covers & (need <= sel.upper)
     if not bool(fits.any()):
         return None
     return float(np.min(model.c[: sel.size][fits] * need[fits]))
+
+
+def spread_first_fleet(canon: Canon, sel: Selection) -> tuple[IntArray, FloatArray] | None:
+    """A feasible fleet under spread, for the bound and the card weight: ``k`` one-option
+    fleets (each ``max(ceil(m / r[g]), ceil(L[g]))`` units of an option serving every demanded
+    shape within its bound) in ``k`` different places, ``k = max(min_providers,
+    min_regions)``, places being providers when ``min_providers >= 2``, else regions (one
+    provider's regions are its own, so different providers are different regions). Losing any
+    place removes at most one of them and each of the others carries every shape alone (C9);
+    the places count ``k`` (C8); each keeps its own bound, and the card caps are checked. One
+    GPU's options only when a type rule is in force. The cheapest such fleet over the GPUs
+    (and over all options without a type rule), each place's cheapest option taken in order of
+    cost; ``None`` when there is none. Returns selection indices and their units."""
+    cols = sel.cols
+    need = need_units(canon, cols)
+    covers = np.all(canon.cap[canon.demanded][:, cols] > 0.0, axis=0)
+    fits = covers & (need <= sel.upper) & (need > 0.0)
+    if not bool(fits.any()):
+        return None
+    kind = 0 if canon.min_providers >= 2 else 1
+    k = max(canon.min_providers, canon.min_regions)
+    place = places_of(canon, kind)[cols]
+    cost = canon.cost[cols] * need
+    gpu = canon.gpu_of[cols]
+    tp = canon.tp[cols].astype(np.float64)
+    if sel.type_rows:
+        groups = [np.flatnonzero(fits & (gpu == i)) for i in np.unique(gpu[fits])]
+    else:
+        groups = [np.flatnonzero(fits)]
+    best: tuple[float, IntArray] | None = None
+    for group in groups:
+        order = group[np.lexsort((group, cost[group]))]
+        _, first_of_place = np.unique(place[order], return_index=True)
+        if first_of_place.size < k:
+            continue
+        picked = order[np.sort(first_of_place)[:k]]
+        cards = np.bincount(gpu[picked], weights=tp[picked] * need[picked])
+        used = np.flatnonzero(cards)
+        if np.any(cards[used] > canon.card_cap[used]):
+            continue
+        total = float(np.sum(cost[picked]))
+        if best is None or total < best[0]:
+            best = (total, picked.astype(np.int64))
+    if best is None:
+        return None
+    return best[1], need[best[1]]
 
 
 def card_weight(canon: Canon, sel: Selection, cost_bound: float) -> float:

@@ -24,6 +24,8 @@ from service.domain.solver import (
     solve_fleet,
 )
 from service.domain.solver import min_cost as min_cost_module
+from service.domain.solver.formulation import spread_first_fleet
+from service.domain.solver.prune import Mode, canonicalize, places_of, select
 from tests.unit.solver.solver_bruteforce import (
     assignment_fits,
     reference_max_scale,
@@ -191,3 +193,57 @@ def test_a_line_minimum_the_caps_forbid_is_named() -> None:
     assert got.status is SolveStatus.INFEASIBLE
     assert got.reasons[0].code is ReasonCode.LINE_MIN_REPLICAS
     assert "min_replicas is 3 per line" in got.reasons[0].message
+
+
+@pytest.mark.parametrize("seed", range(8600, 9000))
+def test_the_first_spread_fleet_survives_every_loss_and_bounds_the_optimum(seed: int) -> None:
+    """The fleet that bounds a spread MILP from the start (``spread_first_fleet``) is feasible:
+    its lines sit in as many different places as the spread asks, each carries the whole
+    demand alone within its bound, the card caps hold, and without any one place the rest
+    still carries everything. So the optimum costs at most as much."""
+    problem = spread_problem(seed, max_options=6)
+    canon = canonicalize(problem)
+    if not canon.spread:
+        return
+    sel = select(canon, Mode.COST)
+    first = spread_first_fleet(canon, sel)
+    if first is None:
+        return
+    picked, units = first
+    k = max(problem.min_providers, problem.min_regions)
+    kind = 0 if problem.min_providers >= 2 else 1
+    assert np.unique(places_of(canon, kind)[sel.cols[picked]]).size == k == picked.size
+    assert np.all(units <= sel.upper[picked])
+    fleet = {canon.keys[int(sel.cols[j])]: int(n) for j, n in zip(picked, units, strict=True)}
+    check_places(problem, FleetSolution(SolveStatus.OPTIMAL, units=tuple(sorted(fleet.items()))))
+    options = {o.key: o for o in problem.options}
+    for gpu, limit in problem.max_cards:
+        used = [(options[key], n) for key, n in fleet.items() if options[key].gpu_id == gpu]
+        assert sum(o.cards_per_unit * n for o, n in used) <= limit
+    best = solve_fleet(problem)
+    first_usd = sum(options[key].usd_per_hour * n for key, n in fleet.items())
+    assert best.status is SolveStatus.OPTIMAL
+    assert best.usd_per_hour <= first_usd + 1e-9
+
+
+def test_the_first_spread_fleet_keeps_to_one_gpu_when_a_type_rule_is_in_force() -> None:
+    """With one GPU type required, the bounding fleet takes one GPU's offers in two regions,
+    even where another GPU's offer is the cheapest in one of them."""
+    problem = FleetProblem(
+        buckets=(Bucket("b0", 10.0), Bucket("b1", 10.0)),
+        options=(
+            offer("g1|a", "p", "r1", 1.0, (20.0, 20.0)),
+            offer("g1|b", "p", "r2", 1.5, (20.0, 20.0)),
+            offer("g2|c", "p", "r2", 0.5, (20.0, 20.0)),
+        ),
+        min_regions=2,
+        allow_mix=False,
+    )
+    canon = canonicalize(problem)
+    sel = select(canon, Mode.COST)
+    first = spread_first_fleet(canon, sel)
+    assert first is not None
+    picked, units = first
+    assert {canon.keys[int(j)] for j in sel.cols[picked]} == {"g1|a", "g1|b"}
+    assert units.tolist() == [1.0, 1.0]
+    assert solve_fleet(problem).units == (("g1|a", 1), ("g1|b", 1))
