@@ -199,6 +199,12 @@ class EngineProfile:
     * ``max_batch``: cap on running sequences; ``max_num_tokens``: per-iteration token budget
       (0 = sized to the batch as ``trtllm-bench`` does, capped at ``auto_token_cap``);
       ``chunked_prefill``: long prompts split to fit the budget.
+    * ``prefill_first``: the scheduler admits waiting prompts before it resumes the running
+      decodes (SGLang's ``get_next_batch_to_run`` runs a prefill batch whenever one can be
+      formed, ``enable_mixed_chunk`` off by default; vLLM V0's default scheduler skips decodes
+      in a step that schedules prefills); otherwise the running decodes go first and waiting
+      prompts fill the rest of the token budget (vLLM V1, TensorRT-LLM's in-flight batching).
+      Closed loops of identical requests then keep their waves (``queueing.rotating_ttft``).
     * ``attention_dp_moe``: MoE models run attention data-parallel (each rank its own sequences,
       attention weights replicated, no KV-head replication) with experts sharded.
     * ``window_kv``: the KV cache of sliding-window layers holds only the window (vLLM's hybrid
@@ -217,6 +223,7 @@ class EngineProfile:
     max_batch: int
     max_num_tokens: int
     chunked_prefill: bool
+    prefill_first: bool = False
     attention_dp_moe: bool = False
     auto_token_cap: int = 32768
     window_kv: bool = False
@@ -246,7 +253,9 @@ _STRUCTURES: dict[str, EngineProfile] = {
     "vllm-v0": EngineProfile(
         name="vllm", constants="", derate=1.0, kv_fraction=0.9, kv_fraction_of="total",
         full_reservation=False, max_batch=256, max_num_tokens=8192, chunked_prefill=False,
-        note="vLLM V0 (gpu_memory_utilization 0.9, max_num_seqs 256, whole-prompt prefill)",
+        prefill_first=True,
+        note="vLLM V0 (gpu_memory_utilization 0.9, max_num_seqs 256, whole-prompt prefill, "
+        "prompts before decodes)",
     ),
     "vllm": EngineProfile(
         name="vllm", constants="", derate=1.0, kv_fraction=0.9, kv_fraction_of="total",
@@ -257,8 +266,8 @@ _STRUCTURES: dict[str, EngineProfile] = {
     "sglang": EngineProfile(
         name="sglang", constants="", derate=1.0, kv_fraction=0.88, kv_fraction_of="total",
         full_reservation=False, max_batch=1024, max_num_tokens=8192, chunked_prefill=True,
-        window_kv=True,
-        note="SGLang (chunked prefill)",
+        prefill_first=True, window_kv=True,
+        note="SGLang (chunked prefill, prompts before decodes)",
     ),
     "tgi": EngineProfile(
         name="tgi", constants="", derate=1.0, kv_fraction=0.9, kv_fraction_of="total",

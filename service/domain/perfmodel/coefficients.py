@@ -145,6 +145,7 @@ class Setup:
     max_num_tokens: int
     auto_token_cap: int
     chunked: bool
+    prefill_first: bool
     full_reservation: bool
 
 
@@ -599,5 +600,6 @@ def build_setup(
         max_num_tokens=profile.max_num_tokens * ranks,
         auto_token_cap=profile.auto_token_cap * ranks,
         chunked=profile.chunked_prefill,
+        prefill_first=profile.prefill_first,
         full_reservation=profile.full_reservation,
     )

@@ -59,6 +59,15 @@ TPOT and E2E percentiles there.
   tokens. Measured closed loops show this steady state: NIM 1.8 (TensorRT-LLM) serving a 70B
   model on 2 x H100 with 5000/500 tokens keeps TTFT at 0.4-0.8 s from 1 to 50 clients
   (``service/data/calibration.csv``), where waves re-formed every cycle would reach ~6 s at 50.
+  That needs an engine whose running decodes go on while a returning wave is admitted (vLLM
+  V1, TensorRT-LLM). A prefill-first engine (``Setup.prefill_first``: SGLang, vLLM V0) runs
+  every waiting prompt before it resumes the decodes, so all ``N`` sequences decode from the
+  same iteration and, their lengths being equal, finish in the same one: the waves re-form
+  every cycle and each cycle repeats the first, whose TTFT grows with ``N``. dstack's
+  DeepSeek-R1 closed loops (3,200/800 tokens, 4-128 clients on 8 GPUs) show both: with vLLM
+  V0 twice the mean TTFT over ``N + 1`` (one prompt's prefill when waves re-form) stays at
+  0.38-0.50 s from 4 to 64 clients, and with SGLang at 0.42-0.84 s, while with trtllm-serve
+  TTFT over ``N + 1`` falls from 0.20 s at 4-8 clients to 0.06 s at 64.
   A benchmark run of ``P`` requests (``vllm bench serve`` sends ``--num-prompts``, 1000 by
   default: :data:`BENCH_NUM_PROMPTS`) averages the first cycle's ``min(N, P)`` requests and
   the ``P - N`` steady ones.
@@ -224,11 +233,12 @@ def prompt_waves(s: Setup, n: int, l_in: int, l_out: int) -> Waves:
 def rotating_ttft(s: Setup, w: Waves, n: int, b: float, l_in: int, l_out: int) -> float:
     """Steady-cycle TTFT (seconds) of ``n`` clients whose first cycle admitted ``w``, with
     ``b`` sequences decoding. One client, or one wave, does not rotate: every cycle repeats
-    the first. Otherwise a returning wave waits for the iteration in flight (the residual of
-    the steady state at ``b``), then is admitted beside the decoding batch: one iteration of
-    ``w.per_iter`` prompt tokens, or for a prompt longer than that its chunks (full ones, then
-    the remainder); then request handling."""
-    if n <= 1 or w.k == 1:
+    the first; nor do the waves of a prefill-first engine (module docstring). Otherwise a
+    returning wave waits for the iteration in flight (the residual of the steady state at
+    ``b``), then is admitted beside the decoding batch: one iteration of ``w.per_iter`` prompt
+    tokens, or for a prompt longer than that its chunks (full ones, then the remainder); then
+    request handling."""
+    if n <= 1 or w.k == 1 or s.prefill_first:
         return w.ttft
     lo = effective_output(l_out)
     c = mean_context(l_in, lo)

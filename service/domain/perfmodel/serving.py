@@ -25,7 +25,8 @@ Serving under load (continuous batching, one replica):
   next request when the last finishes, started together (``vllm bench serve
   --max-concurrency C``). The first cycle's prompts arrive together and are admitted in waves
   of the engine's token budget (``queueing.prompt_waves``); the clients stay grouped in those
-  waves, which then rotate (``queueing.rotating_ttft``); TTFT is the mean over a benchmark
+  waves, which then rotate (``queueing.rotating_ttft``), except on a prefill-first engine
+  (SGLang, vLLM V0), where every cycle repeats the first; TTFT is the mean over a benchmark
   run of both (``queueing.closed_loop_ttft``) and grows with ``C``. The ``B`` sequences
   decoding at a time follow from Little's law on the loop, ``C = B + lambda(B) TTFT``; TPOT
   and ``lambda`` are those of the steady state at ``B``. Above the batch cap the excess

@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import pytest
 
 from service.domain.llm import PRESETS
 from service.domain.perfmodel import RequestShape, estimate
-from service.domain.perfmodel.calibration import PUBLIC_PROFILES, Calibration, default_calibration
+from service.domain.perfmodel.calibration import (
+    PUBLIC_PROFILES,
+    Calibration,
+    default_calibration,
+    serving_structure,
+)
 from service.domain.perfmodel.coefficients import build_setup
 from service.domain.perfmodel.iteration import iteration_time
 from service.domain.perfmodel.memory import token_budget
@@ -136,3 +142,42 @@ def test_saturated_loop_obeys_littles_law() -> None:
     cycle_s = (over.ttft_ms + (sh.output_tokens - 1) * over.tpot_ms) / 1e3
     assert over.requests_per_s * cycle_s == pytest.approx(3 * cap, rel=1e-6)
     assert over.ttft_ms > at.ttft_ms
+
+
+@pytest.mark.parametrize("cal", CALS, ids=range(len(CALS)))
+@pytest.mark.parametrize("engine", ["sglang", "vllm-v0"])
+def test_a_prefill_first_engine_repeats_the_first_cycle(cal: Calibration, engine: str) -> None:
+    """An engine that admits every waiting prompt before resuming its decodes (SGLang, vLLM V0)
+    starts all ``N`` sequences decoding in the same iteration; with equal lengths they finish
+    together and return together, so the waves re-form every cycle: the run's TTFT is the
+    first cycle's, and it roughly doubles when the clients double (as dstack's SGLang and vLLM
+    V0 closed loops show), where vLLM V1's rotating waves keep it far lower."""
+    prof = PUBLIC_PROFILES["sglang"]
+    if engine == "vllm-v0":  # vLLM V0's structure with the current vLLM constants
+        prof = replace(
+            serving_structure("vllm", "0.6"), constants=PUBLIC_PROFILES["vllm"].constants
+        )
+    assert prof.prefill_first
+    d = dep("h100-sxm", engine="vllm" if engine == "vllm-v0" else engine)
+    s = build_setup(M, d, prof, cal)
+    sh = RequestShape(2048, 512)
+    ttft = {}
+    for n in (16, 32, 64):
+        w = prompt_waves(s, n, 2048, 512)
+        assert w.k > 1
+        est = estimate_with(M, d, sh, prof, cal, concurrency=n)
+        assert est.ttft_ms == pytest.approx(w.ttft * 1e3, rel=1e-9)
+        ttft[n] = est.ttft_ms
+    assert 1.5 < ttft[64] / ttft[32] < 2.5
+    v1 = PUBLIC_PROFILES["vllm"]
+    assert not v1.prefill_first
+    rotating = estimate_with(M, dep("h100-sxm", engine="vllm"), sh, v1, cal, concurrency=64)
+    assert rotating.ttft_ms < ttft[64] / 2
+
+
+def test_which_engines_put_prompts_before_decodes() -> None:
+    """The scheduling policy is each engine's documented default, not a fitted constant."""
+    assert PUBLIC_PROFILES["sglang"].prefill_first
+    assert serving_structure("vllm", "0.6").prefill_first
+    assert not PUBLIC_PROFILES["vllm"].prefill_first
+    assert not PUBLIC_PROFILES["trtllm"].prefill_first
