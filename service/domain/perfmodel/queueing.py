@@ -45,10 +45,10 @@ TPOT and E2E percentiles there.
   ``ceil(i L_in / T_p)``), without it whole prompts, ``floor(T_p / L_in)`` (at least one) per
   iteration. ``T_p = T`` when all prompts fit one iteration, else ``T - min(N, T) / 2``: the
   sequences admitted in earlier waves decode meanwhile and take one token of the budget each
-  (``N / 2`` of them on average). A prompt's TTFT is the time to the end of the iteration that
-  completes it, plus request handling: about ``(k + 1) / 2`` wave iterations on average for
-  ``k = ceil(N L_in / T_p)`` waves, so this first cycle's TTFT grows with ``N`` once
-  ``N L_in > T``.
+  (``N / 2`` of them on average; none on a prefill-first engine, below). A prompt's TTFT is
+  the time to the end of the iteration that completes it, plus request handling: about
+  ``(k + 1) / 2`` wave iterations on average for ``k = ceil(N L_in / T_p)`` waves, so this
+  first cycle's TTFT grows with ``N`` once ``N L_in > T``.
 
   Each client sends its next request when its previous one finishes, so the clients stay
   grouped in the same waves. With one wave (``N L_in <= T``) all finish together and every
@@ -63,7 +63,12 @@ TPOT and E2E percentiles there.
   V1, TensorRT-LLM). A prefill-first engine (``Setup.prefill_first``: SGLang, vLLM V0) runs
   every waiting prompt before it resumes the decodes, so all ``N`` sequences decode from the
   same iteration and, their lengths being equal, finish in the same one: the waves re-form
-  every cycle and each cycle repeats the first, whose TTFT grows with ``N``. dstack's
+  every cycle and each cycle repeats the first, whose TTFT grows with ``N``. Such a cycle is
+  wave-locked (:func:`locked_cycle`): ``P`` seconds of prompt iterations with no decodes in
+  them, then ``L_out - 1`` decode iterations of all ``N`` sequences, then request handling.
+  A prompt finished in an early wave waits out the later waves' prefill before its second
+  token, so the mean TPOT carries ``(P - mean prompt completion) / (L_out - 1)`` on top of
+  the decode step at batch ``N``, and the loop completes ``N`` requests per cycle. dstack's
   DeepSeek-R1 closed loops (3,200/800 tokens, 4-128 clients on 8 GPUs) show both: with vLLM
   V0 twice the mean TTFT over ``N + 1`` (one prompt's prefill when waves re-form) stays at
   0.38-0.50 s from 4 to 64 clients, and with SGLang at 0.42-0.84 s, while with trtllm-serve
@@ -90,11 +95,13 @@ from service.domain.perfmodel.memory import beside_decode_share, token_budget
 from service.domain.perfmodel.values import LatencyPercentiles
 
 __all__ = [
+    "LockedCycle",
     "OperatingPoint",
     "Waves",
     "e2e_q",
     "effective_output",
     "latency_percentiles",
+    "locked_cycle",
     "normal_quantile",
     "operating_point",
     "prompt_waves",
@@ -202,7 +209,10 @@ def prompt_waves(s: Setup, n: int, l_in: int, l_out: int) -> Waves:
     if tokens <= budget or (not s.chunked and n == 1):
         tau = iteration_time(s, 0.0, tokens, float(l_in), float(l_in))
         return Waves(1, 1.0, tau, tau, tau + s.ttft_oh_s, tokens, 1)
-    per_iter = budget - 0.5 * min(float(n), budget)
+    # decodes of earlier waves take one budget token each (N / 2 on average), except on a
+    # prefill-first engine, whose prompt iterations carry no decodes
+    decoding = 0.0 if s.prefill_first else 0.5 * min(float(n), budget)
+    per_iter = budget - decoding
     if s.chunked:
         # N_j = prompts complete after j full iterations; sum_i c_i = k n - sum_{j<k} N_j
         k = max(1, math.ceil(tokens / per_iter - 1e-9))
@@ -222,8 +232,9 @@ def prompt_waves(s: Setup, n: int, l_in: int, l_out: int) -> Waves:
         last_tokens = float((n - before_last) * l_in)
     mean_iter = k - done / n
     ctx = float(l_in)
-    tau_full = iteration_time(s, 0.5 * before_last, per_iter, ctx, ctx)
-    tau_last = iteration_time(s, float(before_last), last_tokens, ctx, ctx)
+    beside = 0.0 if s.prefill_first else 1.0
+    tau_full = iteration_time(s, beside * 0.5 * before_last, per_iter, ctx, ctx)
+    tau_last = iteration_time(s, beside * before_last, last_tokens, ctx, ctx)
     share_last = (n - before_last) / n
     ttft = tau_full * mean_iter - share_last * (tau_full - tau_last) + s.ttft_oh_s
     chunks = math.ceil(l_in / per_iter - 1e-9) if s.chunked else 1
@@ -251,6 +262,35 @@ def rotating_ttft(s: Setup, w: Waves, n: int, b: float, l_in: int, l_out: int) -
     else:
         own = iteration_time(s, b, w.per_iter, c, l_in)
     return -math.expm1(-b) * mix.residual + own + s.ttft_oh_s
+
+
+@dataclass(frozen=True, slots=True)
+class LockedCycle:
+    """One cycle of a wave-locked closed loop (seconds, requests/s): ``prefill`` the prompt
+    iterations, ``step`` one decode iteration of the whole batch, ``ttft``/``tpot``/``e2e``
+    the request means, ``lam`` the completion rate and ``decoding`` the mean number of
+    sequences decoding."""
+
+    prefill: float
+    step: float
+    ttft: float
+    tpot: float
+    e2e: float
+    lam: float
+    decoding: float
+
+
+def locked_cycle(s: Setup, w: Waves, n: int, l_in: int, l_out: int) -> LockedCycle:
+    """The steady cycle of ``n`` clients on a prefill-first engine (module docstring): the
+    waves ``w`` (``prompt_waves``, no decodes beside them), then ``L_out - 1`` decode steps of
+    all ``n`` at the mean context; request handling once per request."""
+    n_dec = effective_output(l_out) - 1
+    prefill = (w.k - 1) * w.tau_full + w.tau_last
+    step = iteration_time(s, float(n), 0.0, mean_context(l_in, n_dec + 1), float(l_in))
+    cycle = prefill + n_dec * step + s.ttft_oh_s
+    completed = w.ttft - s.ttft_oh_s  # mean end of the iteration that completes a prompt
+    tpot = step + max(prefill - completed, 0.0) / n_dec
+    return LockedCycle(prefill, step, w.ttft, tpot, cycle, n / cycle, n * n_dec * step / cycle)
 
 
 def closed_loop_ttft(w: Waves, steady: float, n: int) -> float:

@@ -25,11 +25,13 @@ Serving under load (continuous batching, one replica):
   next request when the last finishes, started together (``vllm bench serve
   --max-concurrency C``). The first cycle's prompts arrive together and are admitted in waves
   of the engine's token budget (``queueing.prompt_waves``); the clients stay grouped in those
-  waves, which then rotate (``queueing.rotating_ttft``), except on a prefill-first engine
-  (SGLang, vLLM V0), where every cycle repeats the first; TTFT is the mean over a benchmark
+  waves, which then rotate (``queueing.rotating_ttft``); TTFT is the mean over a benchmark
   run of both (``queueing.closed_loop_ttft``) and grows with ``C``. The ``B`` sequences
   decoding at a time follow from Little's law on the loop, ``C = B + lambda(B) TTFT``; TPOT
-  and ``lambda`` are those of the steady state at ``B``. Above the batch cap the excess
+  and ``lambda`` are those of the steady state at ``B``. On a prefill-first engine (SGLang,
+  vLLM V0) every cycle repeats the first instead: all ``C`` prompts, then all ``C`` decoding
+  together, so TTFT, TPOT (with the later waves' prefill in it) and ``lambda = C / E2E``
+  come from that cycle (``queueing.locked_cycle``). Above the batch cap the excess
   clients wait for admission and TTFT follows from Little's law on the whole loop
   (continuous at the cap).
 
@@ -78,6 +80,7 @@ from service.domain.perfmodel.queueing import (
     closed_loop_ttft,
     effective_output,
     latency_percentiles,
+    locked_cycle,
     operating_point,
     prompt_waves,
     rotating_ttft,
@@ -303,16 +306,22 @@ def _at_qps(s: Setup, caps: BatchCaps, l_in: int, l_out: int, qps: float) -> _Po
 
 def _closed_loop(s: Setup, caps: BatchCaps, l_in: int, l_out: int, concurrency: int) -> _Point:
     """``concurrency`` clients started together: the first cycle admitted in waves, later
-    cycles with the waves rotating (``queueing.closed_loop_ttft``); the decoding batch from
+    cycles with the waves rotating (``queueing.closed_loop_ttft``), or on a prefill-first
+    engine every cycle wave-locked (``queueing.locked_cycle``); the decoding batch from
     ``C = B + lambda(B) TTFT(B)``; above the cap Little's law on the whole loop."""
     n_dec = effective_output(l_out) - 1
     admitted = min(concurrency, max(caps.b_max, 1))
     waves = prompt_waves(s, admitted, l_in, l_out)
+    share = beside_decode_share(s, l_in, n_dec + 1)
+    if s.prefill_first and 1 < concurrency <= admitted:
+        cyc = locked_cycle(s, waves, admitted, l_in, l_out)
+        op = replace(
+            operating_point(s, cyc.decoding, l_in, l_out, share), lam=cyc.lam, tau_dec=cyc.tpot
+        )
+        return _Point(op, cyc.ttft, cyc.tpot, cyc.e2e, saturated=concurrency >= caps.b_max)
 
     def ttft_at(b: float) -> float:
         return closed_loop_ttft(waves, rotating_ttft(s, waves, admitted, b, l_in, l_out), admitted)
-
-    share = beside_decode_share(s, l_in, n_dec + 1)
 
     b = solve_increasing(
         lambda x: x + operating_point(s, x, l_in, l_out, share).lam * ttft_at(x),

@@ -181,3 +181,55 @@ def test_which_engines_put_prompts_before_decodes() -> None:
     assert serving_structure("vllm", "0.6").prefill_first
     assert not PUBLIC_PROFILES["vllm"].prefill_first
     assert not PUBLIC_PROFILES["trtllm"].prefill_first
+
+
+@pytest.mark.parametrize("cal", CALS, ids=range(len(CALS)))
+@pytest.mark.parametrize("n", [2, 8, 32, 64])
+def test_a_wave_locked_cycle_prefills_then_decodes_every_client(cal: Calibration, n: int) -> None:
+    """On a prefill-first engine each cycle is all ``N`` prompts (iterations of prompt tokens
+    only, the whole budget each), then ``L_out - 1`` decode steps of all ``N`` together. So
+    Little's law holds on the cycle (``lambda E2E = N``), the prompt phase is the budget's
+    iterations of ``N L_in`` tokens, and the mean TPOT is the decode step at batch ``N`` plus
+    the prefill a prompt finished early waits out, spread over its output."""
+    prof = PUBLIC_PROFILES["sglang"]
+    assert prof.prefill_first
+    d = dep("h100-sxm", engine="sglang")
+    s = build_setup(M, d, prof, cal)
+    l_in, l_out = 2048, 512
+    est = estimate_with(M, d, RequestShape(l_in, l_out), prof, cal, concurrency=n)
+    n_dec = l_out - 1
+    cycle_s = est.e2e_ms / 1e3
+    assert est.requests_per_s * cycle_s == pytest.approx(n, rel=1e-9)
+    assert est.e2e_ms == pytest.approx(est.ttft_ms + n_dec * est.tpot_ms, rel=1e-9)
+    budget = token_budget(s, l_in, l_out)
+    tokens = n * l_in
+    full, rest = divmod(tokens, int(budget))
+    ctx = float(l_in)
+    prefill = full * iteration_time(s, 0.0, budget, ctx, ctx)
+    if rest:
+        prefill += iteration_time(s, 0.0, float(rest), ctx, ctx)
+    step = iteration_time(s, float(n), 0.0, l_in + l_out / 2, float(l_in))
+    assert cycle_s == pytest.approx(prefill + n_dec * step + s.ttft_oh_s, rel=1e-3)
+    waited = prefill - (est.ttft_ms / 1e3 - s.ttft_oh_s)
+    assert est.tpot_ms / 1e3 == pytest.approx(step + waited / n_dec, rel=1e-3)
+    if tokens <= budget:  # one wave: every prompt completes as the decodes start
+        assert waited == pytest.approx(0.0, abs=1e-9)
+    else:
+        assert waited > 0.0
+
+
+def test_a_wave_locked_prefill_pause_fades_with_longer_outputs() -> None:
+    """The pause a prompt finished early waits is paid once per request, so its share of
+    TPOT falls as ``1 / (L_out - 1)``: with 16 times the output the excess over the decode
+    step shrinks about 16-fold (the step itself grows with the longer context)."""
+    prof = PUBLIC_PROFILES["sglang"]
+    d = dep("h100-sxm", engine="sglang")
+    cal = default_calibration()
+    s = build_setup(M, d, prof, cal)
+    excess = {}
+    for l_out in (128, 2048):
+        est = estimate_with(M, d, RequestShape(4096, l_out), prof, cal, concurrency=32)
+        step = iteration_time(s, 32.0, 0.0, 4096 + l_out / 2, 4096.0)
+        excess[l_out] = est.tpot_ms / 1e3 - step
+    assert excess[128] > 0
+    assert excess[128] / excess[2048] == pytest.approx(2047 / 127, rel=0.05)
