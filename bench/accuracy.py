@@ -38,17 +38,23 @@ than 30 % on throughput.
 
 from __future__ import annotations
 
-import argparse
-import json
-import math
-import statistics
-import sys
-import textwrap
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any, cast
+import os
+
+# One BLAS/LAPACK thread before numpy loads, as bench/calibrate.py fits (its "Reproducibility").
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import textwrap  # noqa: E402
+from collections.abc import Callable, Iterable, Mapping, Sequence  # noqa: E402
+from concurrent.futures import ProcessPoolExecutor  # noqa: E402
+from dataclasses import dataclass, field, replace  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, cast  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -126,11 +132,11 @@ SHARED_CAUSES: dict[str, dict[str, str]] = {
             "vLLM 0.7 (V0), prefill-first schedulers, the mean TTFT grows in proportion to the "
             "clients, as waves that re-form every cycle make it in the model: held out, the "
             "predicted mean TTFT is a steady fraction of the measured one (0.27-0.28x with "
-            "SGLang on MI300X from 4 to 128 clients, 0.30-0.42x with vLLM on MI300X, 0.26-0.35x "
-            "with vLLM on H200 from 4 to 64 clients, 0.11-0.15x with SGLang on H200 from 8 to "
-            "128), so what is left is each prompt's prefill, 2.4-9x slower than predicted. "
-            "Whether the gap is those early builds or the model's MoE at a few dozen sequences, "
-            "no source measuring both on one machine tells."
+            "SGLang on MI300X from 4 to 64 clients and 0.21-0.27x at 128, 0.30-0.41x with vLLM on "
+            "MI300X, 0.25-0.35x with vLLM on H200 from 4 to 64 clients, 0.11-0.16x with SGLang on "
+            "H200 from 8 to 128), so what is left is each prompt's prefill, 2.4-9x slower than "
+            "predicted. Whether the gap is those early builds or the model's MoE at a few dozen "
+            "sequences, no source measuring both on one machine tells."
         ),
     },
     "vultr_nemotron": {
@@ -195,7 +201,7 @@ MISS_REASONS: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
     ),
     ("vllm", "throughput_at_load"): (
         "18 of the 30 rows are dstack's DeepSeek-R1 runs with vLLM (see below), predicted at "
-        "2.1x (MI300X) and 2.8x (H200) the measured rate (medians). 7 are Vultr's closed loops "
+        "2.1x (MI300X) and 2.7x (H200) the measured rate (medians). 7 are Vultr's closed loops "
         "of Nemotron 3 Nano (see below), predicted at 1.02-1.39x the measured rate from 8 to "
         "256 clients and at 1.9x with one client, whose first tokens take 362 ms.",
         _DSTACK + _HYBRID,
@@ -203,8 +209,8 @@ MISS_REASONS: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
     ("vllm", "ttft"): (
         "In GPUStack's short bursts (see below) the first tokens wait for the frontend to take "
         "in the burst (mean TTFT is up to 90% of the run), up to 8x longer than predicted. The "
-        "36 rows of dstack's DeepSeek-R1 runs (see below) wait 2.4-32x longer than predicted "
-        "(decode 1.2-5.6x slower). In Vultr's Nemotron 3 Nano runs (see below) the first "
+        "36 rows of dstack's DeepSeek-R1 runs (see below) wait 2.4-33x longer than predicted "
+        "(decode 1.2-5.8x slower). In Vultr's Nemotron 3 Nano runs (see below) the first "
         "tokens come 4.7-7.3x later than predicted from 8 to 256 clients (152-1,254 ms "
         "measured), 1.7x in the bursts of 400 and 38x with one client (362 ms, more than with "
         "8).",
@@ -237,7 +243,7 @@ MISS_REASONS: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
         "tokens, 2.5-4x the model's decode iterations (10 of the rows). With 32,000-token "
         "prompts in 100-request bursts SGLang's TPOT is 1.3-2.5x below the model's, which "
         "charges each decode iteration a share of the other requests' prefill chunks (8 rows). "
-        "dstack's DeepSeek-R1 runs (36 rows, see below) decode 2.0x slower than predicted "
+        "dstack's DeepSeek-R1 runs (36 rows, see below) decode 2.1x slower than predicted "
         "(median).",
         _BURSTS + _DSTACK,
     ),
