@@ -24,52 +24,52 @@ PROFILES: dict[str, object] = {
         "validation": {
             "cdna3-hbm": {
                 "itl": {
-                    "bias": -0.5134,
-                    "median_ape": 0.5134,
+                    "bias": -0.5425,
+                    "median_ape": 0.5425,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "throughput_at_load": {
-                    "bias": 1.3395,
-                    "median_ape": 1.3395,
+                    "bias": 1.3239,
+                    "median_ape": 1.3239,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "tpot": {
-                    "bias": -0.5137,
-                    "median_ape": 0.5137,
+                    "bias": -0.5393,
+                    "median_ape": 0.5393,
                     "n": 18,
                     "within_25pct": 0.0,
                 },
                 "ttft": {
-                    "bias": -0.9418,
-                    "median_ape": 0.9418,
+                    "bias": -0.7303,
+                    "median_ape": 0.7303,
                     "n": 18,
                     "within_25pct": 0.0,
                 },
             },
             "hopper-hbm": {
                 "itl": {
-                    "bias": -0.4839,
-                    "median_ape": 0.4839,
+                    "bias": -0.5098,
+                    "median_ape": 0.5098,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "throughput_at_load": {
-                    "bias": 1.5932,
-                    "median_ape": 1.5932,
+                    "bias": 1.5692,
+                    "median_ape": 1.5692,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "tpot": {
-                    "bias": -0.4782,
-                    "median_ape": 0.4782,
+                    "bias": -0.5044,
+                    "median_ape": 0.5044,
                     "n": 18,
                     "within_25pct": 0.0,
                 },
                 "ttft": {
-                    "bias": -0.9726,
-                    "median_ape": 0.9742,
+                    "bias": -0.8686,
+                    "median_ape": 0.8786,
                     "n": 18,
                     "within_25pct": 0.0,
                 },
@@ -295,26 +295,26 @@ PROFILES: dict[str, object] = {
         "validation": {
             "ada-gddr": {
                 "peak_throughput": {
-                    "bias": 0.0005,
-                    "median_ape": 0.0453,
+                    "bias": 0.0004,
+                    "median_ape": 0.0458,
                     "n": 98,
                     "within_25pct": 0.9796,
                 },
             },
             "ampere-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0624,
-                    "median_ape": 0.1255,
+                    "bias": -0.0631,
+                    "median_ape": 0.1223,
                     "n": 129,
                     "within_25pct": 0.9147,
                 },
             },
             "hopper-hbm": {
                 "peak_throughput": {
-                    "bias": -0.0225,
-                    "median_ape": 0.0956,
+                    "bias": -0.0218,
+                    "median_ape": 0.0958,
                     "n": 431,
-                    "within_25pct": 0.8794,
+                    "within_25pct": 0.8747,
                 },
             },
         },
