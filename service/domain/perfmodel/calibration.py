@@ -202,9 +202,12 @@ class EngineProfile:
     * ``prefill_first``: the scheduler admits waiting prompts before it resumes the running
       decodes (SGLang's ``get_next_batch_to_run`` runs a prefill batch whenever one can be
       formed, ``enable_mixed_chunk`` off by default; vLLM V0's default scheduler skips decodes
-      in a step that schedules prefills); otherwise the running decodes go first and waiting
-      prompts fill the rest of the token budget (vLLM V1, TensorRT-LLM's in-flight batching).
-      Closed loops of identical requests then keep their waves (``queueing.rotating_ttft``).
+      in a step that schedules prefills, and vLLM 0.7 turns chunked prefill off for MLA models,
+      logging "MLA is enabled; forcing chunked prefill and prefix caching to be disabled"
+      (vllm-project/vllm#13374), so its DeepSeek runs use that scheduler); otherwise the
+      running decodes go first and waiting prompts fill the rest of the token budget (vLLM V1,
+      TensorRT-LLM's in-flight batching). Closed loops of identical requests then keep their
+      waves (``queueing.rotating_ttft``, ``queueing.locked_cycle``).
     * ``attention_dp_moe``: MoE models run attention data-parallel (each rank its own sequences,
       attention weights replicated, no KV-head replication) with experts sharded.
     * ``window_kv``: the KV cache of sliding-window layers holds only the window (vLLM's hybrid
