@@ -21,8 +21,9 @@ Constant groups (what physically differs, see ``hardware`` for the GPU groups):
   pooled over all of an engine's versions): ``eff_compute``/``eff_memory`` multipliers, fixed
   per-iteration cost ``step_overhead_ms`` + ``layer_overhead_us`` x layers (launch latency,
   synchronisation and kernel tails that short kernels cannot hide), host-side
-  ``seq_overhead_us`` x running sequences (scheduling, sampling, bookkeeping) overlapped with GPU
-  work so an iteration takes the longer of the two, ``ttft_overhead_ms`` (request handling
+  ``seq_overhead_us`` x running sequences (scheduling, sampling, bookkeeping), beside the GPU
+  step (an iteration takes the longer of the two) or between steps (added to it), as the
+  engine's structure says (``EngineProfile.host_overlap``), ``ttft_overhead_ms`` (request handling
   before the first iteration), and ``moe_eff``, the build's routed-expert GEMM efficiency
   relative to the reference's MoE kernels (1 unless fitted: vLLM's fused-MoE kernels, see
   ``bench/calibrate.py`` ``MOE_FITTED_ENGINES``);
@@ -210,6 +211,13 @@ class EngineProfile:
       waves (``queueing.rotating_ttft``, ``queueing.locked_cycle``).
     * ``attention_dp_moe``: MoE models run attention data-parallel (each rank its own sequences,
       attention weights replicated, no KV-head replication) with experts sharded.
+    * ``host_overlap``: the engine prepares iteration ``i + 1`` on the host (scheduling, input
+      tensors, sampling bookkeeping) while the GPU runs iteration ``i``, so an iteration takes
+      the longer of the two (SGLang's overlap scheduler, on by default from 0.4; TensorRT-LLM's
+      C++ executor; vLLM's asynchronous scheduling, on by default from 0.12,
+      vllm-project/vllm#27614). Otherwise the host work runs between GPU steps and adds to
+      every iteration (vLLM V0, and V1 up to 0.11: the scheduler waits for the sampled tokens
+      of step ``i`` before it schedules ``i + 1``; SGLang before 0.4).
     * ``window_kv``: the KV cache of sliding-window layers holds only the window (vLLM's hybrid
       KV-cache manager from 0.10, SGLang's SWA pool, TensorRT-LLM's variable sliding-window
       attention in the PyTorch backend); otherwise those layers are allocated full length.
@@ -230,6 +238,7 @@ class EngineProfile:
     attention_dp_moe: bool = False
     auto_token_cap: int = 32768
     window_kv: bool = False
+    host_overlap: bool = True
     note: str = ""
     _hash: int = field(init=False, repr=False, compare=False, hash=False)
 
@@ -256,15 +265,15 @@ _STRUCTURES: dict[str, EngineProfile] = {
     "vllm-v0": EngineProfile(
         name="vllm", constants="", derate=1.0, kv_fraction=0.9, kv_fraction_of="total",
         full_reservation=False, max_batch=256, max_num_tokens=8192, chunked_prefill=False,
-        prefill_first=True,
+        prefill_first=True, host_overlap=False,
         note="vLLM V0 (gpu_memory_utilization 0.9, max_num_seqs 256, whole-prompt prefill, "
-        "prompts before decodes)",
+        "prompts before decodes, host work between steps)",
     ),
     "vllm": EngineProfile(
         name="vllm", constants="", derate=1.0, kv_fraction=0.9, kv_fraction_of="total",
         full_reservation=False, max_batch=1024, max_num_tokens=8192, chunked_prefill=True,
-        window_kv=True,
-        note="vLLM V1 (gpu_memory_utilization 0.9, chunked prefill)",
+        window_kv=True, host_overlap=False,
+        note="vLLM V1 (gpu_memory_utilization 0.9, chunked prefill, host work between steps)",
     ),
     "sglang": EngineProfile(
         name="sglang", constants="", derate=1.0, kv_fraction=0.88, kv_fraction_of="total",
@@ -292,6 +301,15 @@ def serving_structure(engine: str, version: str) -> EngineProfile:
     if engine not in _STRUCTURES:
         raise InvalidInput(f"unknown engine {engine!r}", field="engine")
     base = _STRUCTURES[engine]
+    # host work overlapped with the GPU step: vLLM's asynchronous scheduling from 0.12 (its
+    # structure above is the newest calibrated build's, 0.11, so an unstated version keeps
+    # the host work between steps), SGLang's overlap scheduler from 0.4
+    if engine == "vllm" and version and version_key(version) >= (0, 12):
+        note = base.note.replace("host work between steps", "asynchronous scheduling")
+        base = replace(base, host_overlap=True, note=note)
+    if engine == "sglang" and version and version_key(version) < (0, 4):
+        note = base.note.removesuffix(")") + ", host work between steps)"
+        base = replace(base, host_overlap=False, note=note)
     # window-sized KV for sliding-window layers arrived in vLLM 0.10 and SGLang 0.5
     first = {"vllm": (0, 10), "sglang": (0, 5)}.get(engine)
     if first is not None and version and version_key(version) < first:

@@ -140,6 +140,7 @@ class Setup:
     coll: tuple[tuple[float, float], ...]
     oh_step_s: float
     cpu_seq_s: float
+    host_serial: bool
     ttft_oh_s: float
     max_batch: int
     max_num_tokens: int
@@ -595,6 +596,7 @@ def build_setup(
         )
         * der_oh,
         cpu_seq_s=ec.seq_overhead_us * 1e-6 * der_oh,
+        host_serial=not profile.host_overlap,
         ttft_oh_s=min(ec.ttft_overhead_ms * der_oh, REQUEST_HANDLING_MAX_MS) * 1e-3,
         max_batch=profile.max_batch * ranks,
         max_num_tokens=profile.max_num_tokens * ranks,

@@ -15,7 +15,8 @@ from ``coefficients.build_setup``):
                     + (B + p / L_in) sigma                                Mamba-2 state I/O
                     + n_c AR((B+p) d b_a)                                 all-reduces
                     + oh_step + oh_layer n_l                              fixed per-step costs
-      tau(B, p)     = max(tau_gpu, oh_seq B)                              host work overlaps
+      tau(B, p)     = max(tau_gpu, oh_seq B)      host work overlapped (EngineProfile.host_overlap)
+                  = tau_gpu + oh_seq B          host work between GPU steps
 
   ``u(n) = 1 - (1 - k/E)^n`` is the expected fraction of a layer's ``E`` experts hit by ``n``
   tokens with top-``k`` routing; ``c`` the mean context of a decoding sequence
@@ -113,6 +114,8 @@ def iteration_time(s: Setup, b: float, p: float, c: float, l_in: float) -> float
         t += s.n_coll * collective_seconds(s, tok)
     t += s.oh_step_s + s.state_seq_s * logits
     cpu = s.cpu_seq_s * b
+    if s.host_serial:
+        return t + cpu
     return t if t > cpu else cpu
 
 
@@ -145,14 +148,15 @@ def iteration_parts(s: Setup, b: float, p: float, c: float, l_in: float) -> Step
     state = s.state_seq_s * logits
     gpu = busy + comm + s.oh_step_s + state
     cpu = s.cpu_seq_s * b
+    host = cpu if s.host_serial else max(cpu - gpu, 0.0)
     return StepParts(
         memory_s=weights + kv + state,
         weights_s=weights,
         kv_s=kv + state,
         compute_s=compute,
         comm_s=comm,
-        overhead_s=s.oh_step_s + max(cpu - gpu, 0.0),
-        total_s=max(gpu, cpu),
+        overhead_s=s.oh_step_s + host,
+        total_s=gpu + host,
     )
 
 

@@ -54,7 +54,8 @@ class Lanes:
     coll_lat: Array
     coll_tok: Array
     oh_step: Array
-    cpu_seq: Array
+    cpu_between: Array
+    cpu_beside: Array
     state: Array
     ttft_oh: Array
     chunked: npt.NDArray[np.bool_]
@@ -110,7 +111,9 @@ def lanes(setups: Sequence[Setup], shapes: Sequence[tuple[int, int]]) -> Lanes:
         coll_lat=lat[which],
         coll_tok=tok[which],
         oh_step=field("oh_step_s"),
-        cpu_seq=field("cpu_seq_s"),
+        # host seconds per sequence run between GPU steps, or beside them (overlapped)
+        cpu_between=spread([s.cpu_seq_s if s.host_serial else 0.0 for s in unique]),
+        cpu_beside=spread([0.0 if s.host_serial else s.cpu_seq_s for s in unique]),
         state=field("state_seq_s"),
         ttft_oh=field("ttft_oh_s"),
         chunked=np.array([s.chunked for s in unique], dtype=np.bool_)[which],
@@ -152,8 +155,8 @@ def _iteration_time(ln: Lanes, b: Array, p: Array) -> Array:
     t = t + p * (ln.pf * ln.l_in + ln.pf_win * lw)
     best = np.min(ln.coll_lat + ln.coll_tok * tok[..., None], axis=-1)
     t = t + np.where(ln.n_coll > 0.0, ln.n_coll * best, 0.0)
-    t = t + ln.oh_step + ln.state * logits
-    return np.maximum(t, ln.cpu_seq * b)
+    t = t + ln.oh_step + ln.state * logits + ln.cpu_between * b
+    return np.maximum(t, ln.cpu_beside * b)
 
 
 @dataclass(frozen=True, slots=True)
