@@ -146,9 +146,9 @@ SHARED_CAUSES: dict[str, dict[str, str]] = {
             "512 output tokens, 1-1,024 clients, 400 prompts: 512 and 1,024 clients are "
             "bursts of 400) are the only measurements of a hybrid Mamba-2 model, scored, not "
             "fitted: its Mamba-2 layers are timed from their weights, state and scan FLOPs, "
-            "with no constant of their own. Their TPOT is predicted at 0.98-1.11x from 16 "
+            "with no constant of their own. Their TPOT is predicted at 0.97-1.11x from 16 "
             "clients up, except with 32, whose run decodes slower than the one with 64 (0.76x), "
-            "and at 0.66-0.84x with 1-8 clients; their prefill is not: the first tokens take "
+            "and at 0.65-0.83x with 1-8 clients; their prefill is not: the first tokens take "
             "120-175 ms beyond the model's with 8-32 clients, which no physics of the scan "
             "explains (its FLOPs are about 1% of the projections'); whether it is the build's "
             "hybrid prefill path or the benchmark, no second source tells."
@@ -184,34 +184,34 @@ MISS_REASONS: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
     ),
     ("vllm", "peak_throughput"): (
         "Five groups dominate. GPUStack's short bursts (see below) are 20 of the rows, "
-        "predicted at 0.5-4.9x the measured rate. vLLM 0.13 on DeepSeek-V3.2 (its only source; "
+        "predicted at 0.5-4.8x the measured rate. vLLM 0.13 on DeepSeek-V3.2 (its only source; "
         "new sparse-attention kernels) runs 1.2-2.3x slower than predicted from other builds, "
-        "and vLLM 0.11's bursts of DeepSeek-R1 on H200 and GLM-4.5-Air on A100 1.2-1.6x "
+        "and vLLM 0.11's bursts of DeepSeek-R1 on H200 and GLM-4.5-Air on A100 1.1-1.6x "
         "slower. vLLM's fused-MoE efficiency is one per build (fitted at about half the "
         "reference's) and shared by every MoE model: gpt-oss-20b, whose experts are 4-bit, runs "
         "1.3-1.6x faster than predicted on A100 with 2,000-4,000-token prompts (1.4x slower "
         "with 32,000). Dense Qwen3 runs 1.2-1.4x faster than predicted on A100 (Qwen3-32B) and "
-        "1.2-1.4x slower on H100 (Qwen3-14B and -32B). dstack's 8x H100 batches of Meta's "
+        "1.1-1.4x slower on H100 (Qwen3-14B and -32B). dstack's 8x H100 batches of Meta's "
         "Llama-3.1-405B-FP8 "
         "checkpoint (attention and the outer layers in BF16, which the model counts; a vLLM "
-        "0.6.3 development build, scored, not fitted; 17 rows) are predicted within 10% up to "
+        "0.6.3 development build, scored, not fitted; 17 rows) are predicted within 12% up to "
         "32 prompts of 128 tokens or 16 of 2,048; larger batches and every 32,784-token batch "
         "run 1.3-2.1x slower than predicted, a gap no other source on this build can explain.",
         _BURSTS,
     ),
     ("vllm", "throughput_at_load"): (
         "18 of the 30 rows are dstack's DeepSeek-R1 runs with vLLM (see below), predicted at "
-        "2.1x (MI300X) and 2.7x (H200) the measured rate (medians). 7 are Vultr's closed loops "
-        "of Nemotron 3 Nano (see below), predicted at 1.02-1.39x the measured rate from 8 to "
+        "2.0x (MI300X) and 2.7x (H200) the measured rate (medians). 7 are Vultr's closed loops "
+        "of Nemotron 3 Nano (see below), predicted at 1.03-1.40x the measured rate from 8 to "
         "256 clients and at 1.9x with one client, whose first tokens take 362 ms.",
         _DSTACK + _HYBRID,
     ),
     ("vllm", "ttft"): (
         "In GPUStack's short bursts (see below) the first tokens wait for the frontend to take "
         "in the burst (mean TTFT is up to 90% of the run), up to 8x longer than predicted. The "
-        "36 rows of dstack's DeepSeek-R1 runs (see below) wait 2.4-33x longer than predicted "
-        "(decode 1.2-5.8x slower). In Vultr's Nemotron 3 Nano runs (see below) the first "
-        "tokens come 4.7-7.3x later than predicted from 8 to 256 clients (152-1,254 ms "
+        "36 rows of dstack's DeepSeek-R1 runs (see below) wait 2.4-34x longer than predicted "
+        "(decode 1.1-5.7x slower). In Vultr's Nemotron 3 Nano runs (see below) the first "
+        "tokens come 4.7-7.4x later than predicted from 8 to 256 clients (152-1,254 ms "
         "measured), 1.7x in the bursts of 400 and 38x with one client (362 ms, more than with "
         "8).",
         _BURSTS + _DSTACK + _HYBRID,

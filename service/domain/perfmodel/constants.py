@@ -13,8 +13,8 @@ bench/validation_points.csv (what was skipped and why: bench/accuracy.py):
     31% (78); TPOT 51.4% / 21% (78); ITL 47.6% / 21% (39)
   trtllm: peak throughput 9.7% / 88% (3093); throughput at load 17.7% / 64% (39); TTFT 32.1% /
     31% (64); TPOT 16.1% / 69% (64); ITL 56.2% / 0% (9)
-  vllm: peak throughput 20.4% / 56% (100); throughput at load 87.5% / 27% (30); TTFT 31.8% / 42%
-    (212); TPOT 23.7% / 52% (207); ITL 27.4% / 49% (104); E2E 9.6% / 100% (8)
+  vllm: peak throughput 20.6% / 57% (100); throughput at load 83.1% / 27% (30); TTFT 31.8% / 42%
+    (212); TPOT 23.5% / 52% (207); ITL 26.0% / 49% (104); E2E 8.9% / 100% (8)
 
 ``FITTED``: the constants (meaning of each: service/domain/perfmodel/calibration.py).
 ``FIT_REPORT``: in-sample fit error and leave-one-source-out error per engine and metric
@@ -146,21 +146,21 @@ FITTED: dict[str, object] = {
         },
         "vllm": {
             "eff_compute": 0.97,
-            "eff_memory": 1.04394,
-            "layer_overhead_us": 2.0017,
-            "moe_eff": 0.498784,
-            "seq_overhead_us": 0.840289,
-            "step_overhead_ms": 0.49806,
-            "ttft_overhead_ms": 0.303403,
+            "eff_memory": 1.05422,
+            "layer_overhead_us": 2.00145,
+            "moe_eff": 0.507274,
+            "seq_overhead_us": 20.0,
+            "step_overhead_ms": 0.497788,
+            "ttft_overhead_ms": 0.2,
         },
         "vllm-0.11": {
             "eff_compute": 0.97,
             "eff_memory": 1.0,
-            "layer_overhead_us": 2.00278,
-            "moe_eff": 0.509348,
-            "seq_overhead_us": 0.667658,
-            "step_overhead_ms": 0.502787,
-            "ttft_overhead_ms": 3.0,
+            "layer_overhead_us": 2.00265,
+            "moe_eff": 0.51836,
+            "seq_overhead_us": 20.0,
+            "step_overhead_ms": 0.502661,
+            "ttft_overhead_ms": 2.99998,
         },
     },
     "ep_imbalance": 1.5,
@@ -211,8 +211,11 @@ FIT_REPORT: dict[str, object] = {
         "engines.sglang.ttft_overhead_ms = 3 at its upper bound",
         "engines.sglang-0.5.ttft_overhead_ms = 3 at its upper bound",
         "engines.vllm.eff_compute = 0.97 at its lower bound",
+        "engines.vllm.seq_overhead_us = 20 at its upper bound",
+        "engines.vllm.ttft_overhead_ms = 0.2 at its lower bound",
         "engines.vllm-0.11.eff_compute = 0.97 at its lower bound",
         "engines.vllm-0.11.eff_memory = 1 at its lower bound",
+        "engines.vllm-0.11.seq_overhead_us = 20 at its upper bound",
         "engines.vllm-0.11.ttft_overhead_ms = 3 at its upper bound",
     ],
     "fit_in_sample": {
@@ -296,38 +299,38 @@ FIT_REPORT: dict[str, object] = {
         },
         "vllm": {
             "e2e": {
-                "bias": 0.0443058,
-                "median_ape": 0.0897991,
+                "bias": 0.0467538,
+                "median_ape": 0.082998,
                 "n": 8.0,
                 "within_25pct": 1.0,
             },
             "itl": {
-                "bias": 0.00207014,
-                "median_ape": 0.167829,
+                "bias": 0.0117313,
+                "median_ape": 0.171379,
                 "n": 66.0,
                 "within_25pct": 0.681818,
             },
             "peak_throughput": {
-                "bias": 0.0314665,
-                "median_ape": 0.15175,
+                "bias": 0.0258358,
+                "median_ape": 0.157527,
                 "n": 61.0,
-                "within_25pct": 0.704918,
+                "within_25pct": 0.688525,
             },
             "throughput_at_load": {
-                "bias": -0.0455713,
-                "median_ape": 0.0455713,
+                "bias": -0.0357075,
+                "median_ape": 0.0491606,
                 "n": 5.0,
                 "within_25pct": 1.0,
             },
             "tpot": {
-                "bias": -0.0177847,
-                "median_ape": 0.193266,
+                "bias": -0.0173471,
+                "median_ape": 0.178424,
                 "n": 122.0,
                 "within_25pct": 0.647541,
             },
             "ttft": {
-                "bias": -0.0627276,
-                "median_ape": 0.168953,
+                "bias": -0.0641487,
+                "median_ape": 0.167836,
                 "n": 127.0,
                 "within_25pct": 0.629921,
             },
@@ -420,38 +423,38 @@ FIT_REPORT: dict[str, object] = {
         },
         "vllm": {
             "e2e": {
-                "bias": 0.049,
-                "median_ape": 0.0958,
+                "bias": 0.0558,
+                "median_ape": 0.0886,
                 "n": 8,
                 "within_25pct": 1.0,
             },
             "itl": {
-                "bias": -0.0163,
-                "median_ape": 0.2736,
+                "bias": -0.0096,
+                "median_ape": 0.26,
                 "n": 104,
                 "within_25pct": 0.4904,
             },
             "peak_throughput": {
-                "bias": 0.1126,
-                "median_ape": 0.204,
+                "bias": 0.1131,
+                "median_ape": 0.2057,
                 "n": 100,
-                "within_25pct": 0.56,
+                "within_25pct": 0.57,
             },
             "throughput_at_load": {
-                "bias": 0.8753,
-                "median_ape": 0.8753,
+                "bias": 0.8313,
+                "median_ape": 0.8313,
                 "n": 30,
                 "within_25pct": 0.2667,
             },
             "tpot": {
-                "bias": -0.0468,
-                "median_ape": 0.2372,
+                "bias": -0.0448,
+                "median_ape": 0.2346,
                 "n": 207,
-                "within_25pct": 0.5169,
+                "within_25pct": 0.5217,
             },
             "ttft": {
-                "bias": -0.2154,
-                "median_ape": 0.3176,
+                "bias": -0.2175,
+                "median_ape": 0.3183,
                 "n": 212,
                 "within_25pct": 0.4151,
             },
@@ -703,156 +706,156 @@ FIT_REPORT: dict[str, object] = {
         "vllm": {
             "e2e": {
                 "a100-sxm-80gb": {
-                    "bias": 0.143,
-                    "median_ape": 0.143,
+                    "bias": 0.1496,
+                    "median_ape": 0.1496,
                     "n": 2,
                     "within_25pct": 1.0,
                 },
                 "h200-sxm": {
-                    "bias": -0.0097,
-                    "median_ape": 0.0838,
+                    "bias": -0.0029,
+                    "median_ape": 0.0627,
                     "n": 6,
                     "within_25pct": 1.0,
                 },
             },
             "itl": {
                 "a100-sxm-80gb": {
-                    "bias": 0.1474,
-                    "median_ape": 0.2567,
+                    "bias": 0.1492,
+                    "median_ape": 0.2501,
                     "n": 36,
                     "within_25pct": 0.5,
                 },
                 "h100-sxm": {
-                    "bias": 0.0791,
-                    "median_ape": 0.1834,
+                    "bias": 0.093,
+                    "median_ape": 0.1846,
                     "n": 37,
                     "within_25pct": 0.6486,
                 },
                 "h200-sxm": {
-                    "bias": -0.294,
-                    "median_ape": 0.3021,
+                    "bias": -0.2668,
+                    "median_ape": 0.29,
                     "n": 22,
                     "within_25pct": 0.4091,
                 },
                 "mi300x": {
-                    "bias": -0.4926,
-                    "median_ape": 0.4926,
+                    "bias": -0.4845,
+                    "median_ape": 0.4845,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
             },
             "peak_throughput": {
                 "a100-sxm-80gb": {
-                    "bias": 0.0368,
-                    "median_ape": 0.2495,
+                    "bias": 0.0339,
+                    "median_ape": 0.2414,
                     "n": 36,
-                    "within_25pct": 0.5,
+                    "within_25pct": 0.5278,
                 },
                 "b200": {
-                    "bias": 0.1467,
-                    "median_ape": 0.1467,
+                    "bias": 0.156,
+                    "median_ape": 0.156,
                     "n": 2,
                     "within_25pct": 1.0,
                 },
                 "h100-sxm": {
-                    "bias": 0.0568,
-                    "median_ape": 0.1792,
+                    "bias": 0.0679,
+                    "median_ape": 0.1779,
                     "n": 49,
                     "within_25pct": 0.6327,
                 },
                 "h200-sxm": {
-                    "bias": 0.4148,
-                    "median_ape": 0.4148,
+                    "bias": 0.3903,
+                    "median_ape": 0.3903,
                     "n": 13,
                     "within_25pct": 0.3846,
                 },
             },
             "throughput_at_load": {
                 "b200": {
-                    "bias": 0.2652,
-                    "median_ape": 0.2652,
+                    "bias": 0.2726,
+                    "median_ape": 0.2726,
                     "n": 7,
                     "within_25pct": 0.4286,
                 },
                 "h100-sxm": {
-                    "bias": -0.0747,
-                    "median_ape": 0.0747,
+                    "bias": -0.0649,
+                    "median_ape": 0.0649,
                     "n": 5,
                     "within_25pct": 1.0,
                 },
                 "h200-sxm": {
-                    "bias": 1.7182,
-                    "median_ape": 1.7182,
+                    "bias": 1.7022,
+                    "median_ape": 1.7022,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "mi300x": {
-                    "bias": 1.0968,
-                    "median_ape": 1.0968,
+                    "bias": 1.0426,
+                    "median_ape": 1.0426,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
             },
             "tpot": {
                 "a100-sxm-80gb": {
-                    "bias": 0.1428,
-                    "median_ape": 0.2509,
+                    "bias": 0.1446,
+                    "median_ape": 0.2477,
                     "n": 72,
-                    "within_25pct": 0.4861,
+                    "within_25pct": 0.5,
                 },
                 "b200": {
-                    "bias": -0.0249,
-                    "median_ape": 0.0403,
+                    "bias": -0.033,
+                    "median_ape": 0.0334,
                     "n": 9,
                     "within_25pct": 0.8889,
                 },
                 "h100-sxm": {
-                    "bias": 0.0766,
-                    "median_ape": 0.1779,
+                    "bias": 0.0722,
+                    "median_ape": 0.1782,
                     "n": 64,
                     "within_25pct": 0.7031,
                 },
                 "h200-sxm": {
-                    "bias": -0.295,
-                    "median_ape": 0.295,
+                    "bias": -0.2885,
+                    "median_ape": 0.2885,
                     "n": 44,
                     "within_25pct": 0.4318,
                 },
                 "mi300x": {
-                    "bias": -0.4861,
-                    "median_ape": 0.4861,
+                    "bias": -0.4779,
+                    "median_ape": 0.4779,
                     "n": 18,
                     "within_25pct": 0.0,
                 },
             },
             "ttft": {
                 "a100-sxm-80gb": {
-                    "bias": -0.056,
-                    "median_ape": 0.2545,
+                    "bias": -0.0546,
+                    "median_ape": 0.2593,
                     "n": 72,
                     "within_25pct": 0.4722,
                 },
                 "b200": {
-                    "bias": -0.8135,
-                    "median_ape": 0.8135,
+                    "bias": -0.8154,
+                    "median_ape": 0.8154,
                     "n": 9,
                     "within_25pct": 0.0,
                 },
                 "h100-sxm": {
-                    "bias": -0.0927,
-                    "median_ape": 0.1888,
+                    "bias": -0.0954,
+                    "median_ape": 0.1896,
                     "n": 69,
                     "within_25pct": 0.6667,
                 },
                 "h200-sxm": {
-                    "bias": -0.643,
-                    "median_ape": 0.643,
+                    "bias": -0.6457,
+                    "median_ape": 0.6457,
                     "n": 44,
                     "within_25pct": 0.1818,
                 },
                 "mi300x": {
-                    "bias": -0.6646,
-                    "median_ape": 0.6646,
+                    "bias": -0.6664,
+                    "median_ape": 0.6664,
                     "n": 18,
                     "within_25pct": 0.0,
                 },
@@ -862,26 +865,26 @@ FIT_REPORT: dict[str, object] = {
     "loso_hybrid": {
         "vllm": {
             "peak_throughput": {
-                "bias": 0.1467,
-                "median_ape": 0.1467,
+                "bias": 0.156,
+                "median_ape": 0.156,
                 "n": 2,
                 "within_25pct": 1.0,
             },
             "throughput_at_load": {
-                "bias": 0.2652,
-                "median_ape": 0.2652,
+                "bias": 0.2726,
+                "median_ape": 0.2726,
                 "n": 7,
                 "within_25pct": 0.4286,
             },
             "tpot": {
-                "bias": -0.0249,
-                "median_ape": 0.0403,
+                "bias": -0.033,
+                "median_ape": 0.0334,
                 "n": 9,
                 "within_25pct": 0.8889,
             },
             "ttft": {
-                "bias": -0.8135,
-                "median_ape": 0.8135,
+                "bias": -0.8154,
+                "median_ape": 0.8154,
                 "n": 9,
                 "within_25pct": 0.0,
             },
@@ -929,8 +932,8 @@ FIT_REPORT: dict[str, object] = {
                 "clients are bursts of 400) are the only measurements of a hybrid Mamba-2 "
                 "model, scored, not fitted: its Mamba-2 layers are timed from their weights, "
                 "state and scan FLOPs, with no constant of their own. Their TPOT is predicted "
-                "at 0.98-1.11x from 16 clients up, except with 32, whose run decodes slower "
-                "than the one with 64 (0.76x), and at 0.66-0.84x with 1-8 clients; their "
+                "at 0.97-1.11x from 16 clients up, except with 32, whose run decodes slower "
+                "than the one with 64 (0.76x), and at 0.65-0.83x with 1-8 clients; their "
                 "prefill is not: the first tokens take 120-175 ms beyond the model's with 8-32 "
                 "clients, which no physics of the scan explains (its FLOPs are about 1% of the "
                 "projections'); whether it is the build's hybrid prefill path or the "
@@ -986,22 +989,22 @@ FIT_REPORT: dict[str, object] = {
                 "short_bursts",
             ],
             "engine": "vllm",
-            "median_ape": 0.204,
+            "median_ape": 0.2057,
             "metric": "peak_throughput",
             "reason": (
                 "Five groups dominate. GPUStack's short bursts (see below) are 20 of the rows, "
-                "predicted at 0.5-4.9x the measured rate. vLLM 0.13 on DeepSeek-V3.2 (its only "
+                "predicted at 0.5-4.8x the measured rate. vLLM 0.13 on DeepSeek-V3.2 (its only "
                 "source; new sparse-attention kernels) runs 1.2-2.3x slower than predicted "
                 "from other builds, and vLLM 0.11's bursts of DeepSeek-R1 on H200 and "
-                "GLM-4.5-Air on A100 1.2-1.6x slower. vLLM's fused-MoE efficiency is one per "
+                "GLM-4.5-Air on A100 1.1-1.6x slower. vLLM's fused-MoE efficiency is one per "
                 "build (fitted at about half the reference's) and shared by every MoE model: "
                 "gpt-oss-20b, whose experts are 4-bit, runs 1.3-1.6x faster than predicted on "
                 "A100 with 2,000-4,000-token prompts (1.4x slower with 32,000). Dense Qwen3 "
-                "runs 1.2-1.4x faster than predicted on A100 (Qwen3-32B) and 1.2-1.4x slower "
+                "runs 1.2-1.4x faster than predicted on A100 (Qwen3-32B) and 1.1-1.4x slower "
                 "on H100 (Qwen3-14B and -32B). dstack's 8x H100 batches of Meta's "
                 "Llama-3.1-405B-FP8 checkpoint (attention and the outer layers in BF16, which "
                 "the model counts; a vLLM 0.6.3 development build, scored, not fitted; 17 "
-                "rows) are predicted within 10% up to 32 prompts of 128 tokens or 16 of 2,048; "
+                "rows) are predicted within 12% up to 32 prompts of 128 tokens or 16 of 2,048; "
                 "larger batches and every 32,784-token batch run 1.3-2.1x slower than "
                 "predicted, a gap no other source on this build can explain."
             ),
@@ -1013,12 +1016,12 @@ FIT_REPORT: dict[str, object] = {
                 "vultr_nemotron",
             ],
             "engine": "vllm",
-            "median_ape": 0.8753,
+            "median_ape": 0.8313,
             "metric": "throughput_at_load",
             "reason": (
                 "18 of the 30 rows are dstack's DeepSeek-R1 runs with vLLM (see below), "
-                "predicted at 2.1x (MI300X) and 2.7x (H200) the measured rate (medians). 7 are "
-                "Vultr's closed loops of Nemotron 3 Nano (see below), predicted at 1.02-1.39x "
+                "predicted at 2.0x (MI300X) and 2.7x (H200) the measured rate (medians). 7 are "
+                "Vultr's closed loops of Nemotron 3 Nano (see below), predicted at 1.03-1.40x "
                 "the measured rate from 8 to 256 clients and at 1.9x with one client, whose "
                 "first tokens take 362 ms."
             ),
@@ -1031,14 +1034,14 @@ FIT_REPORT: dict[str, object] = {
                 "vultr_nemotron",
             ],
             "engine": "vllm",
-            "median_ape": 0.3176,
+            "median_ape": 0.3183,
             "metric": "ttft",
             "reason": (
                 "In GPUStack's short bursts (see below) the first tokens wait for the frontend "
                 "to take in the burst (mean TTFT is up to 90% of the run), up to 8x longer "
                 "than predicted. The 36 rows of dstack's DeepSeek-R1 runs (see below) wait "
-                "2.4-33x longer than predicted (decode 1.2-5.8x slower). In Vultr's Nemotron 3 "
-                "Nano runs (see below) the first tokens come 4.7-7.3x later than predicted "
+                "2.4-34x longer than predicted (decode 1.1-5.7x slower). In Vultr's Nemotron 3 "
+                "Nano runs (see below) the first tokens come 4.7-7.4x later than predicted "
                 "from 8 to 256 clients (152-1,254 ms measured), 1.7x in the bursts of 400 and "
                 "38x with one client (362 ms, more than with 8)."
             ),
