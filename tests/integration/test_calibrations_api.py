@@ -60,9 +60,10 @@ async def test_a_profile_fitted_on_three_files_reports_before_after_and_held_out
     error = profile["error"]
     # the fit is better in sample than the reference (whose vLLM constants were fitted on the
     # published runs these files hold, among other sources), and holding each file out is
-    # reported beside it (worse than in sample, better than the reference here)
+    # reported beside it: better than the reference here too (a median over nine rows, so it
+    # may land a little either side of the in-sample one)
     assert 0 < error["calibrated_pct"] < error["reference_pct"]
-    assert error["calibrated_pct"] <= error["held_out_pct"] < error["reference_pct"]
+    assert 0 < error["held_out_pct"] < error["reference_pct"]
     again = await fit(client, FIT)
     assert again.status_code == 201 and again.json()["version"] == 2
     assert (await client.get("/v1/calibrations/team-search")).json()["version"] == 2
