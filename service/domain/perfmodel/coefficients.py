@@ -63,6 +63,7 @@ from service.domain.perfmodel.calibration import (
     EngineProfile,
     GroupConstants,
 )
+from service.domain.perfmodel.engine_hardware import engine_hardware_reason
 from service.domain.perfmodel.hardware import (
     PCIE_HOST_STAGING_FACTOR,
     LinkPlan,
@@ -230,11 +231,12 @@ def _hardware(
     t: int,
     notes: list[str],
 ) -> _Hardware:
-    """Step 1: the first reason the deployment cannot run ("" when it can), the weight and KV
-    formats on the card, the tensor-parallel link and the calibration group and engine
-    constants (notes appended for every substitution made)."""
+    """Step 1: the first reason the deployment cannot run ("" when it can; first of all the
+    engine must run on the card, :mod:`engine_hardware`), the weight and KV formats on the card,
+    the tensor-parallel link and the calibration group and engine constants (notes appended
+    for every substitution made)."""
     gpu = dep.gpu
-    reject = _tp_reject(model, dep)
+    reject = engine_hardware_reason(dep.engine, gpu) or _tp_reject(model, dep)
     plan = precision_plan(gpu, dep.precision, model.fp4_scale_block)
     if plan.reason and not reject:
         reject = plan.reason

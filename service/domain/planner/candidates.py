@@ -20,6 +20,7 @@ from service.domain.perfmodel import (
     Slo,
     max_qps_under_slo_many,
 )
+from service.domain.perfmodel.engine_hardware import engine_hardware_reason
 from service.domain.perfmodel.hardware import accuracy_family, kv_plan, precision_plan
 from service.domain.perfmodel.headroom import ModelHeadroom, model_error_headroom
 from service.domain.planner.offers import Offer, cheapest_per_shape, offers_for, place_of
@@ -119,6 +120,8 @@ def build_candidates(request: PlanRequest, snapshot: CatalogSnapshot) -> Candida
         offers, why = gpu_offers(snapshot, gpu, c, request.policy.default_providers)
         if not offers:
             rejected[gpu.id] = Rejection(gpu.id, "no_price", why or "no price")
+        elif unsupported := engine_hardware_reason(request.engine, gpu):
+            rejected[gpu.id] = Rejection(gpu.id, "unsupported_engine", unsupported)
         elif unsupported := unsupported_format(request, gpu):
             rejected[gpu.id] = Rejection(gpu.id, "unsupported_format", unsupported)
         else:

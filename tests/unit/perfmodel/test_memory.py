@@ -8,7 +8,7 @@ from service.domain.llm import PRESETS, resolve_model
 from service.domain.perfmodel import Deployment, RequestShape, estimate, smallest_fitting_tp
 from service.domain.perfmodel.calibration import PUBLIC_PROFILES, default_calibration
 from service.domain.perfmodel.coefficients import build_setup
-from service.domain.perfmodel.hardware import memory_bytes
+from service.domain.perfmodel.hardware import memory_bytes, precision_plan
 from tests.unit.perfmodel.gpu_fixtures import GPUS
 
 SHAPE = RequestShape(1000, 200)
@@ -122,7 +122,7 @@ def test_tp_must_divide_heads_and_respect_group_limit() -> None:
         ("t4", "bf16", True, "runs as fp16"),
         ("v100-sxm2-32gb", "fp8", False, "not supported"),
         ("v100-sxm2-32gb", "int4", True, "weight-only"),
-        ("quadro-p6000", "fp16", True, "FP32 cores"),
+        ("quadro-p6000", "fp16", False, "compute capability 7.0 (Volta) or newer"),
         ("gaudi3", "int8", False, "not supported"),
         ("mi300x", "fp4", True, "weight-only"),
         ("l4", "fp8", True, ""),
@@ -187,3 +187,9 @@ def test_more_memory_more_concurrency_h100_vs_h200() -> None:
     a = estimate(m, dep("h100-sxm", 2, "fp8", "fp8"), long)
     b = estimate(m, dep("h200-sxm", 2, "fp8", "fp8"), long)
     assert b.max_concurrency > a.max_concurrency
+
+
+def test_pascal_would_compute_16_bit_weights_on_fp32_cores() -> None:
+    """The card's own rule (no engine the model knows runs on Pascal, see engine_hardware)."""
+    plan = precision_plan(GPUS["quadro-p6000"], "fp16")
+    assert plan.mode == "fp32" and "FP32 cores" in plan.note and plan.reason == ""
