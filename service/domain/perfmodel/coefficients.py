@@ -63,7 +63,10 @@ from service.domain.perfmodel.calibration import (
     EngineProfile,
     GroupConstants,
 )
-from service.domain.perfmodel.engine_hardware import engine_hardware_reason
+from service.domain.perfmodel.engine_hardware import (
+    engine_hardware_reason,
+    engine_precision_reason,
+)
 from service.domain.perfmodel.hardware import (
     PCIE_HOST_STAGING_FACTOR,
     LinkPlan,
@@ -236,7 +239,11 @@ def _hardware(
     the tensor-parallel link and the calibration group and engine constants (notes appended
     for every substitution made)."""
     gpu = dep.gpu
-    reject = engine_hardware_reason(dep.engine, gpu) or _tp_reject(model, dep)
+    reject = (
+        engine_hardware_reason(dep.engine, gpu)
+        or engine_precision_reason(dep.engine, gpu, dep.precision)
+        or _tp_reject(model, dep)
+    )
     plan = precision_plan(gpu, dep.precision, model.fp4_scale_block)
     if plan.reason and not reject:
         reject = plan.reason

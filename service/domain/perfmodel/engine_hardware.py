@@ -22,6 +22,11 @@ Sources (read 2026-12-07):
   attention will not be executed", which the performance model (paged KV cache) does not
   describe, so Volta and Pascal are refused; AMD and Gaudi have their own guides.
 
+Weight formats the card runs but the engine does not (:data:`ENGINE_PRECISIONS`): TensorRT-LLM's
+support matrix (0.18.2) lists FP8 on Ada and Hopper and only FP32, FP16, BF16, INT8 and INT4 on
+Ampere (SM80, SM86), and its 1.0 quantization guide FP4 and FP8 on Hopper and Blackwell; the
+FP8 and FP4 weight-only kernels other engines run on Ampere (Marlin) are not TensorRT-LLM's.
+
 A generation this module does not know (``"other"``) is left to the engine (on NVIDIA for
 TensorRT-LLM). Pure: no I/O.
 """
@@ -30,8 +35,14 @@ from __future__ import annotations
 
 from service.domain.catalog import GpuSpec
 from service.domain.perfmodel.hardware import Generation, generation
+from service.domain.perfmodel.values import Precision
 
-__all__ = ["ENGINE_GENERATIONS", "engine_hardware_reason"]
+__all__ = [
+    "ENGINE_GENERATIONS",
+    "ENGINE_PRECISIONS",
+    "engine_hardware_reason",
+    "engine_precision_reason",
+]
 
 ENGINE_GENERATIONS: dict[str, frozenset[Generation]] = {
     "vllm": frozenset(
@@ -53,6 +64,19 @@ _NEEDS: dict[str, str] = {
     "tgi": "TGI's flash and paged attention need NVIDIA Turing or newer, AMD MI300 or Intel "
     "Gaudi (on older cards it runs without them, which this model does not describe)",
 }
+
+_ORDER: tuple[Generation, ...] = (
+    "pascal",
+    "volta",
+    "turing",
+    "ampere",
+    "ada",
+    "hopper",
+    "blackwell",
+    "cdna3",
+    "gaudi3",
+    "other",
+)
 
 _LABEL: dict[Generation, str] = {
     "pascal": "Pascal, compute capability 6.x",
@@ -79,3 +103,27 @@ def engine_hardware_reason(engine: str, gpu: GpuSpec) -> str:
     if gen in allowed:
         return ""
     return f"{_NEEDS[engine]}; {gpu.name} is {_LABEL[gen]}"
+
+
+ENGINE_PRECISIONS: dict[tuple[str, Precision], frozenset[Generation]] = {
+    ("trtllm", "fp8"): frozenset({"ada", "hopper", "blackwell", "other"}),
+    ("trtllm", "fp4"): frozenset({"hopper", "blackwell", "other"}),
+}
+"""Per (engine, weight format), the generations the engine runs that format on, where that is
+narrower than what the card itself runs (``hardware.PRECISION_RULES``)."""
+
+
+def engine_precision_reason(engine: str, gpu: GpuSpec, precision: Precision) -> str:
+    """Why ``engine`` does not run ``precision`` weights on ``gpu`` ("" when it does, or when
+    nothing narrower than the card's own rule is known)."""
+    allowed = ENGINE_PRECISIONS.get((engine, precision))
+    gen = generation(gpu)
+    if allowed is None or gen in allowed:
+        return ""
+    names = {"trtllm": "TensorRT-LLM"}
+    named = [_LABEL[g] for g in _ORDER if g in allowed and g != "other"]
+    where = ", ".join(named[:-1]) + " and " + named[-1] if len(named) > 1 else named[0]
+    return (
+        f"{names.get(engine, engine)} runs {precision} weights on {where} GPUs only; "
+        f"{gpu.name} is {_LABEL[gen]}"
+    )

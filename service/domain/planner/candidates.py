@@ -20,7 +20,10 @@ from service.domain.perfmodel import (
     Slo,
     max_qps_under_slo_many,
 )
-from service.domain.perfmodel.engine_hardware import engine_hardware_reason
+from service.domain.perfmodel.engine_hardware import (
+    engine_hardware_reason,
+    engine_precision_reason,
+)
 from service.domain.perfmodel.hardware import accuracy_family, kv_plan, precision_plan
 from service.domain.perfmodel.headroom import ModelHeadroom, model_error_headroom
 from service.domain.planner.offers import Offer, cheapest_per_shape, offers_for, place_of
@@ -101,8 +104,10 @@ def deployment(request: PlanRequest, gpu: GpuSpec, tp: int) -> Deployment:
 
 def unsupported_format(request: PlanRequest, gpu: GpuSpec) -> str:
     """Why ``gpu`` cannot hold the request's weight or KV-cache format at any tensor-parallel
-    degree ("" when it can): no kernels for it on the card's generation."""
-    weights = precision_plan(gpu, request.precision).reason
+    degree ("" when it can): no kernels for it on the card's generation, or none in the
+    request's engine."""
+    weights = engine_precision_reason(request.engine, gpu, request.precision)
+    weights = weights or precision_plan(gpu, request.precision).reason
     if weights:
         return weights
     return kv_plan(gpu, request.kv_precision)[2]

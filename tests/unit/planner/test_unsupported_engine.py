@@ -14,9 +14,13 @@ from bench._calibration_data import load_gpus, load_rows
 from service.domain.catalog import CatalogSnapshot, GpuSpec
 from service.domain.llm import resolve_model
 from service.domain.perfmodel import estimate
-from service.domain.perfmodel.engine_hardware import ENGINE_GENERATIONS, engine_hardware_reason
+from service.domain.perfmodel.engine_hardware import (
+    ENGINE_GENERATIONS,
+    engine_hardware_reason,
+    engine_precision_reason,
+)
 from service.domain.perfmodel.hardware import generation
-from service.domain.perfmodel.values import Deployment, RequestShape
+from service.domain.perfmodel.values import Deployment, Precision, RequestShape
 from service.domain.planner import plan
 from service.usecases.seed_catalog import seed_snapshot
 from tests.support.plan_requests import plan_request
@@ -84,9 +88,13 @@ def test_every_measurement_the_model_is_fitted_or_scored_on_keeps_to_the_rules()
     rows, _ = load_rows(gpus)
     assert rows
     broken = {
-        (r.engine, r.gpu_id)
+        (r.engine, r.gpu_id, r.precision)
         for r in rows
-        if r.engine in ENGINE_GENERATIONS and engine_hardware_reason(r.engine, gpus[r.gpu_id])
+        if r.engine in ENGINE_GENERATIONS
+        and (
+            engine_hardware_reason(r.engine, gpus[r.gpu_id])
+            or engine_precision_reason(r.engine, gpus[r.gpu_id], r.precision)
+        )
     }
     assert broken == set()
 
@@ -124,3 +132,36 @@ def test_an_estimate_says_the_engine_does_not_run_on_the_card() -> None:
     out = estimate(resolve_model("llama-3.1-8b").arch, dep, RequestShape(512, 128))
     assert not out.fits
     assert out.reason is not None and "TensorRT-LLM runs on NVIDIA" in out.reason
+
+
+@pytest.mark.parametrize(
+    ("gpu_id", "precision", "runs"),
+    [
+        ("a100-sxm-80gb", "fp8", False),
+        ("a100-sxm-80gb", "fp4", False),
+        ("l40s", "fp8", True),
+        ("l40s", "fp4", False),
+        ("h100-sxm", "fp8", True),
+        ("h100-sxm", "fp4", True),
+        ("b200", "fp4", True),
+        ("a100-sxm-80gb", "int4", True),
+    ],
+)
+def test_tensorrt_llm_runs_fp8_from_ada_and_fp4_from_hopper(
+    gpu_id: str, precision: Precision, runs: bool
+) -> None:
+    reason = engine_precision_reason("trtllm", gpu(gpu_id), precision)
+    assert (reason == "") is runs
+    assert engine_precision_reason("vllm", gpu(gpu_id), precision) == ""  # Marlin on Ampere
+
+
+def test_a_tensorrt_llm_plan_in_fp8_refuses_ampere_for_its_format() -> None:
+    request = replace(
+        plan_request(gpus=("a100-sxm-80gb", "h100-sxm"), precision="fp8", qps=0.5),
+        engine="trtllm",
+    )
+    result = plan(request, snapshot())
+    a100 = [r for r in result.rejected if r.gpu == "a100-sxm-80gb"]
+    assert [r.code for r in a100] == ["unsupported_format"]
+    assert "TensorRT-LLM runs fp8 weights on Ada, Hopper and Blackwell GPUs only" in a100[0].reason
+    assert result.fleet is not None and {x.gpu for x in result.fleet.lines} == {"h100-sxm"}
