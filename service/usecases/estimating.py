@@ -18,6 +18,7 @@ from service.domain.perfmodel import (
     estimate,
     smallest_fitting_tp,
 )
+from service.domain.perfmodel.engine_hardware import engine_hardware_reason
 from service.domain.perfmodel.hardware import accuracy_family
 from service.domain.planner import resolve_requested_model
 from service.domain.profiles.values import CalibrationProfile, calibration_words
@@ -86,6 +87,9 @@ class EstimatingService:
         shape = RequestShape(q.prompt_tokens, q.output_tokens)
         notes: list[str] = []
         tp = q.tensor_parallel
+        if tp is None and (elsewhere := engine_hardware_reason(q.engine, gpu)):
+            tp = 1
+            notes.append(f"No tensor-parallel degree helps on {gpu.id}: {elsewhere}.")
         if tp is None:
             tp = smallest_fitting_tp(
                 arch,

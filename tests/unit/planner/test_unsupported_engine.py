@@ -5,12 +5,16 @@ every published measurement the model is fitted or scored on keeps to them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from functools import cache
 
 import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
 
 from bench._calibration_data import load_gpus, load_rows
+from service.app import create_app
 from service.domain.catalog import CatalogSnapshot, GpuSpec
 from service.domain.llm import resolve_model
 from service.domain.perfmodel import estimate
@@ -22,6 +26,7 @@ from service.domain.perfmodel.engine_hardware import (
 from service.domain.perfmodel.hardware import generation
 from service.domain.perfmodel.values import Deployment, Precision, RequestShape
 from service.domain.planner import plan
+from service.settings import Settings
 from service.usecases.seed_catalog import seed_snapshot
 from tests.support.plan_requests import plan_request
 
@@ -165,3 +170,22 @@ def test_a_tensorrt_llm_plan_in_fp8_refuses_ampere_for_its_format() -> None:
     assert [r.code for r in a100] == ["unsupported_format"]
     assert "TensorRT-LLM runs fp8 weights on Ada, Hopper and Blackwell GPUs only" in a100[0].reason
     assert result.fleet is not None and {x.gpu for x in result.fleet.lines} == {"h100-sxm"}
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient[Litestar]]:
+    db = tmp_path_factory.mktemp("engine") / "x.db"
+    with TestClient(create_app(Settings(database_url=f"sqlite+aiosqlite:///{db}"))) as c:
+        yield c
+
+
+def test_the_estimate_endpoint_says_no_degree_helps(client: TestClient[Litestar]) -> None:
+    answer = client.get(
+        "/v1/estimate?model=llama-3.1-8b&gpu=mi300x&engine=trtllm"
+        "&prompt_tokens=512&output_tokens=128"
+    )
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["fits"] is False and "TensorRT-LLM runs on NVIDIA" in body["reason"]
+    assert body["tensor_parallel"] == 1
+    assert any("No tensor-parallel degree helps on mi300x" in a for a in body["assumptions"])
