@@ -10,6 +10,9 @@ Public API::
         -> tuple[tuple[str, float], ...]
     relaxed_costs(problem, labels, known_usd_per_hour=None) -> dict[str, float]
     solve_fleet_pricing_min_replicas(problem) -> (FleetSolution, float | None)
+    solve_fleet_beating(problem, beat) -> FleetSolution | None
+    pricing_min_replicas_beating(problem, beat, beat_relaxed)
+        -> (FleetSolution | None, float | None)
     constraint_labels(problem) -> tuple[str, ...]
 
 The solver counts *units* (what is billed: one replica, or a cloud instance hosting
@@ -40,7 +43,7 @@ Modules, in the order a solve uses them:
 """
 
 from service.domain.solver.budget import max_qps_within_budget
-from service.domain.solver.min_cost import solve_fleet
+from service.domain.solver.min_cost import Rank, solve_fleet, solve_fleet_beating
 from service.domain.solver.problem import (
     Bucket,
     FleetOption,
@@ -53,6 +56,7 @@ from service.domain.solver.problem import (
 from service.domain.solver.single_type import cheapest_single_type, solve_single_type
 from service.domain.solver.whatif import (
     constraint_labels,
+    pricing_min_replicas_beating,
     relaxation_savings,
     relaxed_costs,
     solve_fleet_pricing_min_replicas,
@@ -63,15 +67,18 @@ __all__ = [
     "FleetOption",
     "FleetProblem",
     "FleetSolution",
+    "Rank",
     "Reason",
     "ReasonCode",
     "SolveStatus",
     "cheapest_single_type",
     "constraint_labels",
     "max_qps_within_budget",
+    "pricing_min_replicas_beating",
     "relaxation_savings",
     "relaxed_costs",
     "solve_fleet",
+    "solve_fleet_beating",
     "solve_fleet_pricing_min_replicas",
     "solve_single_type",
 ]

@@ -103,6 +103,8 @@ class Outcome(enum.Enum):
     TIME_LIMIT_WITH_SOLUTION = "time_limit_with_solution"
     TIME_LIMIT_NO_SOLUTION = "time_limit_no_solution"
     ERROR = "error"
+    # no point with an objective at most the caller's ``cutoff`` (see :func:`solve_milp`)
+    CUT_OFF = "cut_off"
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +155,11 @@ FIXING_MARGIN = 0.05
 
 
 def solve_milp(
-    model: MilpModel, *, time_limit_s: float, known_value: float | None = None
+    model: MilpModel,
+    *,
+    time_limit_s: float,
+    known_value: float | None = None,
+    cutoff: float | None = None,
 ) -> MilpResult:
     """Solve ``model`` with HiGHS within ``time_limit_s`` seconds (wall clock, HiGHS' own timer),
     through the private wrapper when it is available, else through ``milp``.
@@ -171,14 +177,25 @@ def solve_milp(
     :func:`_solve_fixed` (one LP, then a MILP on far fewer live columns); the answer is the
     whole model's optimum either way (out of time: a point of the whole model, its gap to a
     bound of the whole model). Each HiGHS call has the whole time limit.
+
+    ``cutoff``: only points with an objective of at most ``cutoff`` (an integral objective)
+    are of interest, e.g. the caller knows a better answer elsewhere. When none exists the
+    answer is :attr:`Outcome.CUT_OFF` (no point, no proof of infeasibility); often the LP
+    relaxation proves it alone. When the optimum is at most ``cutoff`` it comes back as
+    without one. A ``known_value`` at most ``cutoff`` makes the cutoff moot (that fleet is
+    better), so it is ignored then.
     """
+    if cutoff is not None and known_value is not None and known_value <= cutoff:
+        cutoff = None
     backend = _backend()
     if backend is not None:
         try:
             if int(np.count_nonzero(model.integrality)) >= FIXING_MIN_INTEGERS:
-                fixed = _solve_fixed(backend, model, time_limit_s, known_value)
+                fixed = _solve_fixed(backend, model, time_limit_s, known_value, cutoff)
                 if fixed is not None:
                     return fixed
+            if cutoff is not None:
+                return _solve_cut(backend, model, time_limit_s, cutoff)
             if known_value is not None:
                 bound = known_value + 0.5
                 bounded = backend(model, time_limit_s, bound)
@@ -188,7 +205,28 @@ def solve_milp(
             return backend(model, time_limit_s, None)
         except (TypeError, AttributeError):  # pragma: no cover - SciPy changed the binding
             pass
-    return _solve_public(model, time_limit_s)
+    result = _solve_public(model, time_limit_s)
+    if cutoff is not None and result.outcome is Outcome.OPTIMAL and result.objective > cutoff + 0.5:
+        return MilpResult(Outcome.CUT_OFF, None, float("inf"), 0.0)
+    return result
+
+
+def _solve_cut(
+    backend: _Backend, model: MilpModel, time_limit_s: float, cutoff: float
+) -> MilpResult:
+    """``model`` solved for points of objective at most ``cutoff`` (see :func:`solve_milp`):
+    HiGHS' objective bound prunes everything above it, and "infeasible" under that bound is
+    the cutoff. Should HiGHS answer with a point above the bound (HiGHS 1.12 may), the model
+    is solved again without it and the point compared."""
+    bounded = backend(model, time_limit_s, cutoff + 0.5)
+    if bounded.outcome is Outcome.INFEASIBLE:
+        return MilpResult(Outcome.CUT_OFF, None, float("inf"), 0.0)
+    if bounded.x is None or bounded.objective <= cutoff + 0.5:
+        return bounded
+    whole = backend(model, time_limit_s, None)
+    if whole.outcome is Outcome.OPTIMAL and whole.objective > cutoff + 0.5:
+        return MilpResult(Outcome.CUT_OFF, None, float("inf"), 0.0)
+    return whole
 
 
 _Backend = Callable[[MilpModel, float, "float | None"], MilpResult]
@@ -210,6 +248,7 @@ def _solve_fixed(
     model: MilpModel,
     time_limit_s: float,
     known_value: float | None,
+    cutoff: float | None = None,
 ) -> MilpResult | None:
     """The optimum of ``model``, found on a copy whose hopeless integer columns are fixed at
     their lower bounds; ``None`` when this cannot prove it (the caller solves the whole model).
@@ -228,6 +267,10 @@ def _solve_fixed(
     with its gap to a bound of the whole model: a run on the whole model would take a second
     time limit (on plans that spread over regions, 2 s more per solve) to end, most likely, out
     of time as well.
+
+    With a ``cutoff`` (:func:`solve_milp`) the target is at most ``cutoff``: an LP bound above
+    it is the cutoff at once, and a reduced model with no point up to a target equal to the
+    cutoff proves it (a point using a fixed column costs more than the target).
     """
     relaxed = MilpModel(
         model.c,
@@ -241,9 +284,14 @@ def _solve_fixed(
     lp = backend(relaxed, time_limit_s, None)
     if lp.outcome is not Outcome.OPTIMAL or lp.reduced_cost is None:
         return None
+    if cutoff is not None and lp.objective > cutoff + 0.5:
+        return MilpResult(Outcome.CUT_OFF, None, float("inf"), 0.0)
     target = lp.objective + FIXING_MARGIN * abs(lp.objective)
     if known_value is not None:
         target = min(target, known_value)
+    at_cutoff = cutoff is not None and cutoff <= target
+    if cutoff is not None:
+        target = min(target, cutoff)
     tolerance = 1e-6 * max(1.0, abs(target))
     fix = (
         (model.integrality > 0)
@@ -266,6 +314,8 @@ def _solve_fixed(
     result = backend(reduced, time_limit_s, target + 0.5)
     if result.outcome is Outcome.OPTIMAL and result.objective <= target + tolerance:
         return replace(result, row_dual=None, reduced_cost=None)
+    if at_cutoff and result.outcome is Outcome.INFEASIBLE:
+        return MilpResult(Outcome.CUT_OFF, None, float("inf"), 0.0)
     if result.outcome is Outcome.TIME_LIMIT_WITH_SOLUTION and result.x is not None:
         # A point of the whole model (fixing columns only restricts it). A point using a fixed
         # column costs more than ``target``, any other is a point of the reduced model: the

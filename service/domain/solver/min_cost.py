@@ -13,6 +13,7 @@ in closed form by :mod:`exact`, one-GPU scopes of up to four replica types by
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -57,6 +58,12 @@ def _empty_fleet(canon: Canon) -> Fleet:
     return Fleet(np.zeros(len(canon.keys), dtype=np.int64), np.zeros_like(canon.cap))
 
 
+Rank = tuple[float, float]
+"""A fleet's place in the planner's order: (USD/hour, cards), the cheaper first, then the one
+with fewer cards. As a rank to beat, ``cards`` may be ``inf``: any fleet costing at most that
+much ranks before it."""
+
+
 def minimum_cost_fleet(
     canon: Canon,
     gpu_id: str | None,
@@ -75,6 +82,40 @@ def minimum_cost_fleet(
     this scope, which bounds the MILP's search (see :func:`highs.solve_milp`); the optimum is
     the same. ``known_fleet``: units per option of a fleet known to be feasible in this scope
     (any objective), which bounds the search the same way."""
+    found = _cheapest(canon, gpu_id, cost_only, known_usd_per_hour, known_fleet, None)
+    assert found is not None  # only a rank to beat can leave a scope without an answer
+    return found
+
+
+def cheapest_fleet_beating(
+    canon: Canon, beat: Rank, *, known_fleet: IntArray | None = None
+) -> FleetSolution | None:
+    """:func:`minimum_cost_fleet` of the whole scope when its fleet ranks before ``beat``
+    (a fleet known elsewhere: cheaper, or as cheap with fewer cards), else ``None``: no fleet
+    here ranks before it, this scope cannot hold the answer, and nothing is diagnosed.
+
+    The MILP only searches fleets ranking before ``beat`` (HiGHS' objective bound, see
+    :func:`highs.solve_milp` ``cutoff``), which the LP relaxation alone often rules out: a
+    scope whose best fleet is dearer than one known in another scope costs a fraction of its
+    whole solve. A fleet that comes back is the scope's own optimum, as without ``beat``, and
+    ranks before it (a scope solved in closed form, or a price not representable in this
+    scope's cost units, where the bound is rounded up, is compared after the solve)."""
+    found = _cheapest(canon, None, False, None, known_fleet, beat)
+    if found is None or not found.has_fleet:
+        return found
+    ranks_before = (round(found.usd_per_hour, 9), found.total_cards) < (round(beat[0], 9), beat[1])
+    return found if ranks_before else None
+
+
+def _cheapest(
+    canon: Canon,
+    gpu_id: str | None,
+    cost_only: bool,
+    known_usd_per_hour: float | None,
+    known_fleet: IntArray | None,
+    beat: Rank | None,
+) -> FleetSolution | None:
+    """:func:`minimum_cost_fleet`, or with ``beat`` :func:`cheapest_fleet_beating`."""
     reasons = diagnose.coverage_reasons(canon, gpu_id) or diagnose.spread_reasons(canon, gpu_id)
     if reasons:
         return infeasible_solution(reasons)
@@ -99,8 +140,10 @@ def minimum_cost_fleet(
         return fleet_solution(canon, exact, SolveStatus.OPTIMAL)
 
     if sel.type_rows:
-        loose = _within_type_rule_anyway(canon, gpu_id, cost_only, known_usd_per_hour, known_fleet)
-        if loose is not None:
+        decided, loose = _within_type_rule_anyway(
+            canon, gpu_id, cost_only, known_usd_per_hour, known_fleet, beat
+        )
+        if decided:
             return loose
     # One stage when W * cost stays well inside exact float range, else two stages.
     cost_bound = cost_upper_bound(canon, sel)
@@ -116,7 +159,17 @@ def minimum_cost_fleet(
         if one_stage:
             value = value * weight + float(np.dot(canon.tp, known_fleet))
         known = value if known is None else min(known, value)
-    first = solve_milp(model, time_limit_s=canon.time_limit_s, known_value=known)
+    cutoff = None
+    if beat is not None:
+        # fleets ranking before ``beat``: cheaper, or as cheap with fewer cards
+        beat_units = usd_in_cost_units(canon, beat[0])
+        if math.isfinite(beat_units):
+            # ``weight`` exceeds any fleet's cards (see :func:`card_weight`)
+            cards = min(beat[1], weight)
+            cutoff = beat_units * weight + cards - 1.0 if one_stage else beat_units
+    first = solve_milp(model, time_limit_s=canon.time_limit_s, known_value=known, cutoff=cutoff)
+    if first.outcome is Outcome.CUT_OFF:
+        return None
     if first.outcome is Outcome.INFEASIBLE:
         return infeasible()
     if first.outcome is Outcome.TIME_LIMIT_NO_SOLUTION:
@@ -149,9 +202,12 @@ def _within_type_rule_anyway(
     cost_only: bool,
     known_usd_per_hour: float | None,
     known_fleet: IntArray | None,
-) -> FleetSolution | None:
-    """The cheapest fleet without the GPU-type rule (one type, or at most ``max_gpu_types``),
-    when it keeps to the rule anyway; ``None`` otherwise (solve with the rule's binaries).
+    beat: Rank | None,
+) -> tuple[bool, FleetSolution | None]:
+    """``(True, fleet)``: the cheapest fleet without the GPU-type rule (one type, or at most
+    ``max_gpu_types``), which keeps to the rule anyway; ``(True, None)``: no fleet without the
+    rule ranks before ``beat``, so none with it does; ``(False, None)``: solve with the rule's
+    binaries.
 
     Dropping the rule relaxes the problem, so its optimum is the rule's optimum whenever it
     uses few enough types, with the same (cost, cards). The relaxed model has no type
@@ -160,17 +216,13 @@ def _within_type_rule_anyway(
     plain solve takes about 60% of the time of the solve with the rule, and its fleet keeps to
     a two-type limit in about five plans out of six."""
     free = replace(canon, allow_mix=True, max_gpu_types=0)
-    found = minimum_cost_fleet(
-        free,
-        gpu_id,
-        cost_only=cost_only,
-        known_usd_per_hour=known_usd_per_hour,
-        known_fleet=known_fleet,
-    )
+    found = _cheapest(free, gpu_id, cost_only, known_usd_per_hour, known_fleet, beat)
+    if found is None:
+        return True, None
     limit = canon.max_gpu_types if canon.allow_mix else 1
     if found.status is SolveStatus.OPTIMAL and len(found.cards) <= limit:
-        return found
-    return None
+        return True, found
+    return False, None
 
 
 def _tiebreak(canon: Canon, model: MilpModel, lay: Layout, fleet: Fleet) -> Fleet:
@@ -264,3 +316,10 @@ def solve_fleet(
         canon, None, cost_only=cost_only, known_usd_per_hour=known_usd_per_hour
     )
     return apply_budget(canon, cheapest, None, scale=True)
+
+
+def solve_fleet_beating(problem: FleetProblem, beat: Rank) -> FleetSolution | None:
+    """:func:`solve_fleet` of a problem without a budget when its fleet ranks before ``beat``,
+    else ``None`` (see :func:`cheapest_fleet_beating`)."""
+    canon = canonicalize(problem)
+    return cheapest_fleet_beating(canon, beat)

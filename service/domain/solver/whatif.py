@@ -15,7 +15,12 @@ import numpy as np
 
 from service.domain.solver import diagnose
 from service.domain.solver.budget import apply_budget
-from service.domain.solver.min_cost import minimum_cost_fleet, solve_fleet
+from service.domain.solver.min_cost import (
+    Rank,
+    cheapest_fleet_beating,
+    minimum_cost_fleet,
+    solve_fleet,
+)
 from service.domain.solver.problem import FleetOption, FleetProblem, FleetSolution, SolveStatus
 from service.domain.solver.prune import Canon, IntArray, canonicalize
 
@@ -100,6 +105,25 @@ def solve_fleet_pricing_min_replicas(problem: FleetProblem) -> tuple[FleetSoluti
     requests of ``bench/plan_latency.py`` (two replicas per line asked) the fleet without the
     floors keeps them in about two vendor scopes of three; in the others the raised fleet is a
     median 4.6% above the optimum, and the bounded solve takes about 15% less time."""
+    solution, relaxed = pricing_min_replicas_beating(problem, None, None)
+    assert solution is not None  # only a rank to beat can leave the scope without an answer
+    return solution, relaxed
+
+
+def pricing_min_replicas_beating(
+    problem: FleetProblem, beat: Rank | None, beat_relaxed: float | None
+) -> tuple[FleetSolution | None, float | None]:
+    """:func:`solve_fleet_pricing_min_replicas` of one scope among several, when only the
+    cheapest of them matters (the planner's vendor scopes): ``beat`` the rank (USD/hour,
+    cards) of the best fleet of the scopes solved before, ``beat_relaxed`` the least cost
+    without the floors proven there (``None``: none known).
+
+    The fleet is ``None`` when no fleet of this scope ranks before ``beat``, and the what-if
+    is ``inf`` when no fleet without the floors costs less than ``beat_relaxed`` (the least
+    over the scopes is then another's): :func:`~service.domain.solver.min_cost.
+    cheapest_fleet_beating` only searches below them, and often its LP relaxation proves
+    alone that nothing is there. Without a budget only (a budget's answer needs every scope's
+    most load)."""
     canon = canonicalize(problem)
     loose = replace(
         canon,
@@ -107,10 +131,15 @@ def solve_fleet_pricing_min_replicas(problem: FleetProblem) -> tuple[FleetSoluti
         line_min_replicas=0,
         line_units=np.zeros_like(canon.line_units),
     )
-    found = minimum_cost_fleet(loose, None)
+    found: FleetSolution | None
+    if beat_relaxed is None:
+        found = minimum_cost_fleet(loose, None)
+    else:
+        # at most the least proven elsewhere, with any number of cards
+        found = cheapest_fleet_beating(loose, (beat_relaxed, math.inf))
     relaxed: float | None = None
     raised: IntArray | None = None
-    if found.status is SolveStatus.INFEASIBLE:
+    if found is None or found.status is SolveStatus.INFEASIBLE:
         relaxed = math.inf
     elif found.status is SolveStatus.OPTIMAL:
         relaxed = found.usd_per_hour
@@ -120,7 +149,12 @@ def solve_fleet_pricing_min_replicas(problem: FleetProblem) -> tuple[FleetSoluti
             kept = replace(found, binding=diagnose.active_constraints(canon, x, cost_units))
             return apply_budget(canon, kept, None, scale=True), relaxed
         raised = _raised_to_floors(canon, x)
-    solution = minimum_cost_fleet(canon, None, known_fleet=raised)
+    if beat is None:
+        solution: FleetSolution | None = minimum_cost_fleet(canon, None, known_fleet=raised)
+    else:
+        solution = cheapest_fleet_beating(canon, beat, known_fleet=raised)
+    if solution is None:
+        return None, relaxed
     return apply_budget(canon, solution, None, scale=True), relaxed
 
 

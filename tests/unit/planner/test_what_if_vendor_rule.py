@@ -16,6 +16,7 @@ from service.domain.planner.mixing import (
     one_vendor_solve,
     relaxed_costs_within_rule,
     scope_vendors,
+    vendor_scopes,
 )
 from service.domain.solver import (
     FleetProblem,
@@ -23,6 +24,7 @@ from service.domain.solver import (
     cheapest_single_type,
     relaxed_costs,
     solve_fleet,
+    solve_fleet_pricing_min_replicas,
 )
 from service.usecases.seed_catalog import seed_snapshot
 
@@ -85,3 +87,53 @@ def test_the_min_replicas_what_if_is_the_cheapest_one_vendor_fleet_without_it() 
         assert mixed <= got["min_replicas"] + 1e-9
         differs += mixed < got["min_replicas"] - 1e-9
     assert differs >= 1  # somewhere a mix of vendors would have been cheaper
+
+
+def four_shape_requests() -> list[PlanRequest]:
+    """Cold 4-shape requests on the bundled catalog (as ``bench/plan_latency.py`` draws them):
+    both vendors in scope, the smaller scope often the cheaper."""
+    rng = random.Random(11)
+    out = []
+    for _ in range(10):
+        shapes = [(rng.randint(200, 8000), rng.randint(50, 900)) for _ in range(4)]
+        out.append(
+            PlanRequest(
+                model=resolve_model("llama-3.1-70b"),
+                precision="fp8",
+                kv_precision="fp8",
+                engine="vllm",
+                qps=rng.uniform(5, 80),
+                buckets=tuple(
+                    WorkloadBucket(f"b{i}", 0.25, p, o) for i, (p, o) in enumerate(shapes)
+                ),
+                slo=Slo(rng.uniform(1500, 6000), rng.uniform(60, 150), None, 95),
+                constraints=PlanConstraints(headroom=0.2, min_replicas=2),
+            )
+        )
+    return out
+
+
+def test_scopes_bounded_by_the_best_before_them_give_the_cheapest_scopes_fleet() -> None:
+    """Each vendor scope searches only fleets ranking before the best of the scopes solved
+    before it; the plan's fleet and the floors' what-if are those of solving every scope in
+    full and taking the cheapest (the first of equals)."""
+    bounded = 0
+    for request in requests() + four_shape_requests():
+        candidates = build_candidates(request, seed_snapshot())
+        problem = fleet_problem(request, candidates)
+        scopes = vendor_scopes(problem, candidates, request)
+        full = [solve_fleet_pricing_min_replicas(scope) for scope in scopes]
+        fleets = [s for s, _ in full if s.has_fleet]
+        best = min(fleets, key=lambda s: (round(s.usd_per_hour, 9), s.total_cards))
+        least = min(r for _, r in full if r is not None)
+        got = one_vendor_solve(problem, candidates, request, price_min_replicas=True)
+        assert (got.solution.usd_per_hour, got.solution.units) == (best.usd_per_hour, best.units)
+        assert got.solution.total_cards == best.total_cards
+        assert got.relaxed == {"min_replicas": least}
+        plain = one_vendor_solve(problem, candidates, request)
+        assert (plain.solution.usd_per_hour, plain.solution.units) == (
+            best.usd_per_hour,
+            best.units,
+        )
+        bounded += len(scopes) > 1
+    assert bounded >= 10  # most requests have both vendors in scope
