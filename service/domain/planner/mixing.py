@@ -72,7 +72,16 @@ def relaxed_costs_within_rule(
     scopes = scopes_of(problem, vendors)
     if len(scopes) == 1:
         return relaxed_costs(problem, labels, bound(problem))
-    found = [relaxed_costs(scope, labels, bound(scope), infeasible_as_inf=True) for scope in scopes]
+    # each scope's re-solves search only below the least proven in the scopes before it
+    found: list[dict[str, float]] = []
+    for scope in scopes:
+        least = {
+            label: min(values)
+            for label in labels
+            if len(values := [costs[label] for costs in found if label in costs]) == len(found)
+            and values
+        }
+        found.append(relaxed_costs(scope, labels, bound(scope), infeasible_as_inf=True, beat=least))
     out = {}
     for label in labels:
         values = [costs[label] for costs in found if label in costs]

@@ -88,7 +88,12 @@ def minimum_cost_fleet(
 
 
 def cheapest_fleet_beating(
-    canon: Canon, beat: Rank, *, known_fleet: IntArray | None = None
+    canon: Canon,
+    beat: Rank,
+    *,
+    known_fleet: IntArray | None = None,
+    cost_only: bool = False,
+    known_usd_per_hour: float | None = None,
 ) -> FleetSolution | None:
     """:func:`minimum_cost_fleet` of the whole scope when its fleet ranks before ``beat``
     (a fleet known elsewhere: cheaper, or as cheap with fewer cards), else ``None``: no fleet
@@ -99,8 +104,10 @@ def cheapest_fleet_beating(
     scope whose best fleet is dearer than one known in another scope costs a fraction of its
     whole solve. A fleet that comes back is the scope's own optimum, as without ``beat``, and
     ranks before it (a scope solved in closed form, or a price not representable in this
-    scope's cost units, where the bound is rounded up, is compared after the solve)."""
-    found = _cheapest(canon, None, False, None, known_fleet, beat)
+    scope's cost units, where the bound is rounded up, is compared after the solve).
+    ``known_fleet``, ``cost_only`` and ``known_usd_per_hour`` as for
+    :func:`minimum_cost_fleet` (with ``cost_only``, give ``beat`` any number of cards)."""
+    found = _cheapest(canon, None, cost_only, known_usd_per_hour, known_fleet, beat)
     if found is None or not found.has_fleet:
         return found
     ranks_before = (round(found.usd_per_hour, 9), found.total_cards) < (round(beat[0], 9), beat[1])

@@ -9,6 +9,7 @@ default every cap in the problem is priced, not only the binding labels.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import replace
 
 import numpy as np
@@ -70,20 +71,38 @@ def relaxed_costs(
     known_usd_per_hour: float | None = None,
     *,
     infeasible_as_inf: bool = False,
+    beat: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
     """``label -> USD/hour`` of the cheapest fleet with that one constraint removed (budget
     ignored; one cost-only MILP each); unknown labels and re-solves not proven optimal are left
     out. ``known_usd_per_hour``: the cost of a fleet feasible for ``problem`` (it stays feasible
     with any constraint removed), which bounds each re-solve without changing it.
     ``infeasible_as_inf``: a relaxed problem proven to have no fleet gives ``inf`` (for a
-    caller taking the least over several scopes) rather than being left out."""
+    caller taking the least over several scopes) rather than being left out. ``beat`` (with
+    ``infeasible_as_inf``): per label, the least cost proven in the scopes solved before; a
+    re-solve searches only fleets costing at most that much and answers ``inf`` when there is
+    none (:func:`~service.domain.solver.min_cost.cheapest_fleet_beating`), which leaves the
+    least over the scopes unchanged."""
     base = replace(problem, budget_usd_per_hour=None)
     out: dict[str, float] = {}
     for label in sorted(labels):
         relaxed = _relaxed(base, label)
         if relaxed is None:
             continue
-        cheaper = solve_fleet(relaxed, cost_only=True, known_usd_per_hour=known_usd_per_hour)
+        least = (beat or {}).get(label) if infeasible_as_inf else None
+        if least is not None and math.isfinite(least):
+            below = cheapest_fleet_beating(
+                canonicalize(relaxed),
+                (least, math.inf),
+                cost_only=True,
+                known_usd_per_hour=known_usd_per_hour,
+            )
+            if below is None:
+                out[label] = math.inf
+                continue
+            cheaper = below
+        else:
+            cheaper = solve_fleet(relaxed, cost_only=True, known_usd_per_hour=known_usd_per_hour)
         if cheaper.status is SolveStatus.OPTIMAL:
             out[label] = cheaper.usd_per_hour
         elif infeasible_as_inf and cheaper.status is SolveStatus.INFEASIBLE:

@@ -137,3 +137,33 @@ def test_scopes_bounded_by_the_best_before_them_give_the_cheapest_scopes_fleet()
         )
         bounded += len(scopes) > 1
     assert bounded >= 10  # most requests have both vendors in scope
+
+
+def test_what_ifs_bounded_by_the_scopes_before_them_are_the_least_over_the_scopes() -> None:
+    """Each scope's what-if re-solves search only below the least proven before it; every
+    label's answer is still the least over the scopes of each solved in full."""
+    checked = 0
+    for request in four_shape_requests()[:6]:
+        capped = replace(
+            request,
+            constraints=replace(request.constraints, max_cards=(("h100-sxm", 16), ("mi300x", 8))),
+        )
+        candidates = build_candidates(capped, seed_snapshot())
+        problem = fleet_problem(capped, candidates)
+        labels = ("max_cards:h100-sxm", "max_cards:mi300x", "min_replicas")
+        singles = cheapest_single_type(problem)
+        vendors = scope_vendors(candidates, capped)
+        got = relaxed_costs_within_rule(problem, vendors, labels, singles)
+        full = [
+            relaxed_costs(scope, labels, infeasible_as_inf=True)
+            for scope in vendor_scopes(problem, candidates, capped)
+        ]
+        want = {
+            label: min(values)
+            for label in labels
+            if len(values := [costs[label] for costs in full if label in costs]) == len(full)
+            and min(values) < float("inf")
+        }
+        assert got == want
+        checked += len(full) > 1
+    assert checked >= 5
