@@ -14,7 +14,7 @@ in closed form by :mod:`exact`, one-GPU scopes of up to four replica types by
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -82,7 +82,7 @@ def minimum_cost_fleet(
     this scope, which bounds the MILP's search (see :func:`highs.solve_milp`); the optimum is
     the same. ``known_fleet``: units per option of a fleet known to be feasible in this scope
     (any objective), which bounds the search the same way."""
-    found = _cheapest(canon, gpu_id, cost_only, known_usd_per_hour, known_fleet, None)
+    found = _cheapest(canon, gpu_id, _Ask(cost_only, known_usd_per_hour, known_fleet, None))
     assert found is not None  # only a rank to beat can leave a scope without an answer
     return found
 
@@ -107,22 +107,32 @@ def cheapest_fleet_beating(
     scope's cost units, where the bound is rounded up, is compared after the solve).
     ``known_fleet``, ``cost_only`` and ``known_usd_per_hour`` as for
     :func:`minimum_cost_fleet` (with ``cost_only``, give ``beat`` any number of cards)."""
-    found = _cheapest(canon, None, cost_only, known_usd_per_hour, known_fleet, beat)
+    found = _cheapest(canon, None, _Ask(cost_only, known_usd_per_hour, known_fleet, beat))
     if found is None or not found.has_fleet:
         return found
     ranks_before = (round(found.usd_per_hour, 9), found.total_cards) < (round(beat[0], 9), beat[1])
     return found if ranks_before else None
 
 
-def _cheapest(
-    canon: Canon,
-    gpu_id: str | None,
-    cost_only: bool,
-    known_usd_per_hour: float | None,
-    known_fleet: IntArray | None,
-    beat: Rank | None,
-) -> FleetSolution | None:
-    """:func:`minimum_cost_fleet`, or with ``beat`` :func:`cheapest_fleet_beating`."""
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """What a solve is asked for: the arguments of :func:`minimum_cost_fleet` and the rank of
+    :func:`cheapest_fleet_beating` (``None``: none)."""
+
+    cost_only: bool
+    known_usd_per_hour: float | None
+    known_fleet: IntArray | None
+    beat: Rank | None
+
+
+def _cheapest(canon: Canon, gpu_id: str | None, ask: _Ask) -> FleetSolution | None:
+    """:func:`minimum_cost_fleet`, or with ``ask.beat`` :func:`cheapest_fleet_beating`."""
+    cost_only, known_usd_per_hour, known_fleet, beat = (
+        ask.cost_only,
+        ask.known_usd_per_hour,
+        ask.known_fleet,
+        ask.beat,
+    )
     reasons = diagnose.coverage_reasons(canon, gpu_id) or diagnose.spread_reasons(canon, gpu_id)
     if reasons:
         return infeasible_solution(reasons)
@@ -147,9 +157,7 @@ def _cheapest(
         return fleet_solution(canon, exact, SolveStatus.OPTIMAL)
 
     if sel.type_rows:
-        decided, loose = _within_type_rule_anyway(
-            canon, gpu_id, cost_only, known_usd_per_hour, known_fleet, beat
-        )
+        decided, loose = _within_type_rule_anyway(canon, gpu_id, ask)
         if decided:
             return loose
     # One stage when W * cost stays well inside exact float range, else two stages.
@@ -204,16 +212,11 @@ def _least(*values: float | None) -> float | None:
 
 
 def _within_type_rule_anyway(
-    canon: Canon,
-    gpu_id: str | None,
-    cost_only: bool,
-    known_usd_per_hour: float | None,
-    known_fleet: IntArray | None,
-    beat: Rank | None,
+    canon: Canon, gpu_id: str | None, ask: _Ask
 ) -> tuple[bool, FleetSolution | None]:
     """``(True, fleet)``: the cheapest fleet without the GPU-type rule (one type, or at most
     ``max_gpu_types``), which keeps to the rule anyway; ``(True, None)``: no fleet without the
-    rule ranks before ``beat``, so none with it does; ``(False, None)``: solve with the rule's
+    rule ranks before ``ask.beat``, so none with it does; ``(False, None)``: solve with the rule's
     binaries.
 
     Dropping the rule relaxes the problem, so its optimum is the rule's optimum whenever it
@@ -223,7 +226,7 @@ def _within_type_rule_anyway(
     plain solve takes about 60% of the time of the solve with the rule, and its fleet keeps to
     a two-type limit in about five plans out of six."""
     free = replace(canon, allow_mix=True, max_gpu_types=0)
-    found = _cheapest(free, gpu_id, cost_only, known_usd_per_hour, known_fleet, beat)
+    found = _cheapest(free, gpu_id, ask)
     if found is None:
         return True, None
     limit = canon.max_gpu_types if canon.allow_mix else 1

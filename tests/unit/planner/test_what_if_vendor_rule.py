@@ -29,27 +29,32 @@ from service.domain.solver import (
 from service.usecases.seed_catalog import seed_snapshot
 
 
+def two_replicas(qps: float, buckets: tuple[WorkloadBucket, ...], slo: Slo) -> PlanRequest:
+    """Llama-3.1-70B in FP8 on vLLM, two replicas asked (the default policy: one vendor per
+    fleet)."""
+    return PlanRequest(
+        model=resolve_model("llama-3.1-70b"),
+        precision="fp8",
+        kv_precision="fp8",
+        engine="vllm",
+        qps=qps,
+        buckets=buckets,
+        slo=slo,
+        constraints=PlanConstraints(headroom=0.2, min_replicas=2),
+    )
+
+
 def requests() -> list[PlanRequest]:
-    """Requests on the bundled catalog that ask for two replicas (the default policy: one
-    vendor per fleet), one long-prompt shape each."""
+    """Requests on the bundled catalog that ask for two replicas, one long-prompt shape each."""
     rng = random.Random(7)
-    out = []
-    for _ in range(12):
-        out.append(
-            PlanRequest(
-                model=resolve_model("llama-3.1-70b"),
-                precision="fp8",
-                kv_precision="fp8",
-                engine="vllm",
-                qps=rng.uniform(15, 80),
-                buckets=(
-                    WorkloadBucket("b0", 1.0, rng.randint(1000, 5000), rng.randint(100, 800)),
-                ),
-                slo=Slo(rng.uniform(1000, 4000), rng.uniform(50, 110), None, 95),
-                constraints=PlanConstraints(headroom=0.2, min_replicas=2),
-            )
+    return [
+        two_replicas(
+            rng.uniform(15, 80),
+            (WorkloadBucket("b0", 1.0, rng.randint(1000, 5000), rng.randint(100, 800)),),
+            Slo(rng.uniform(1000, 4000), rng.uniform(50, 110), None, 95),
         )
-    return out
+        for _ in range(12)
+    ]
 
 
 def without_replica_floor(problem: FleetProblem) -> FleetProblem:
@@ -96,19 +101,10 @@ def four_shape_requests() -> list[PlanRequest]:
     out = []
     for _ in range(10):
         shapes = [(rng.randint(200, 8000), rng.randint(50, 900)) for _ in range(4)]
+        buckets = tuple(WorkloadBucket(f"b{i}", 0.25, p, o) for i, (p, o) in enumerate(shapes))
+        qps = rng.uniform(5, 80)
         out.append(
-            PlanRequest(
-                model=resolve_model("llama-3.1-70b"),
-                precision="fp8",
-                kv_precision="fp8",
-                engine="vllm",
-                qps=rng.uniform(5, 80),
-                buckets=tuple(
-                    WorkloadBucket(f"b{i}", 0.25, p, o) for i, (p, o) in enumerate(shapes)
-                ),
-                slo=Slo(rng.uniform(1500, 6000), rng.uniform(60, 150), None, 95),
-                constraints=PlanConstraints(headroom=0.2, min_replicas=2),
-            )
+            two_replicas(qps, buckets, Slo(rng.uniform(1500, 6000), rng.uniform(60, 150), None, 95))
         )
     return out
 
